@@ -1,0 +1,220 @@
+"""Batches of sparse graphs, in the layout PyG uses: one block-diagonal graph.
+
+A :class:`Batch` holds ``edge_index`` (2, E) with global node ids, ``batch`` (N,) giving each
+node's graph, ``ptr`` (G+1,) node offsets, optional node features ``x`` and optional
+``edge_weight``. :func:`as_batch` accepts a Batch, a Graph, a list of graph-like objects, or a
+PyG ``Data``/``Batch`` as it is (duck-typed: PyG need not be installed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from matlang.errors import GraphError
+from runtime.graphs import Graph, as_graph, as_graphs
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    """A block-diagonal batch of graphs (see module docstring)."""
+
+    edge_index: torch.Tensor  # (2, E) int64, global ids
+    batch: torch.Tensor  # (N,) int64
+    ptr: torch.Tensor  # (G+1,) int64
+    x: torch.Tensor | None = None  # (N, d)
+    edge_weight: torch.Tensor | None = None  # (E,)
+    names: tuple[str | None, ...] = ()
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.batch.numel())
+
+    @property
+    def num_graphs(self) -> int:
+        return int(self.ptr.numel() - 1)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_index.shape[1])
+
+    @property
+    def nodes_per_graph(self) -> torch.Tensor:
+        return self.ptr[1:] - self.ptr[:-1]
+
+    def to(self, device: torch.device | str) -> Batch:
+        def mv(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device)
+
+        return Batch(
+            self.edge_index.to(device),
+            self.batch.to(device),
+            self.ptr.to(device),
+            mv(self.x),
+            mv(self.edge_weight),
+            self.names,
+        )
+
+    def graph_label(self, i: int) -> str:
+        nm = self.names[i] if i < len(self.names) else None
+        return nm if nm else f"#{i}"
+
+    def validate(self, *, allow_directed: bool = False, allow_self_loops: bool = False) -> Batch:
+        """Check ids in range, edges within one graph, no self-loops, symmetric edges."""
+        n = self.num_nodes
+        ei = self.edge_index
+        if ei.dim() != 2 or ei.shape[0] != 2:
+            raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
+        if ei.dtype not in (torch.int64, torch.int32):
+            raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
+        if ei.numel():
+            lo, hi = int(ei.min()), int(ei.max())
+            if lo < 0 or hi >= n:
+                bad = hi if hi >= n else lo
+                raise GraphError(
+                    f"edge_index refers to node {bad} but the batch has {n} nodes", "batch"
+                )
+            cross = self.batch[ei[0]] != self.batch[ei[1]]
+            if bool(cross.any()):
+                k = int(torch.nonzero(cross)[0])
+                u, v = int(ei[0, k]), int(ei[1, k])
+                raise GraphError(
+                    f"edge ({u}, {v}) joins graph {self.graph_label(int(self.batch[u]))} "
+                    f"to graph {self.graph_label(int(self.batch[v]))}",
+                    "batch",
+                )
+            if not allow_self_loops:
+                loops = ei[0] == ei[1]
+                if bool(loops.any()):
+                    u = int(ei[0, torch.nonzero(loops)[0]])
+                    g = int(self.batch[u])
+                    raise GraphError(
+                        f"self-loop at node {u - int(self.ptr[g])}", self.graph_label(g)
+                    )
+            if not allow_directed:
+                key = ei[0].to(torch.int64) * n + ei[1]
+                rkey = ei[1].to(torch.int64) * n + ei[0]
+                if self.edge_weight is None:
+                    skey = torch.sort(key).values
+                    if skey.numel() > 1 and bool((skey[1:] == skey[:-1]).any()):
+                        k = int(torch.nonzero(skey[1:] == skey[:-1])[0])
+                        u, v = int(skey[k] // n), int(skey[k] % n)
+                        g = int(self.batch[u])
+                        o = int(self.ptr[g])
+                        raise GraphError(f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g))
+                    missing = ~torch.isin(rkey, key)
+                else:
+                    order = torch.argsort(key)
+                    pos = torch.searchsorted(key[order], rkey).clamp(max=max(key.numel() - 1, 0))
+                    found = key[order][pos] == rkey
+                    same = self.edge_weight[order][pos] == self.edge_weight
+                    missing = ~(found & same)
+                if bool(missing.any()):
+                    k = int(torch.nonzero(missing)[0])
+                    u, v = int(ei[0, k]), int(ei[1, k])
+                    g = int(self.batch[u])
+                    o = int(self.ptr[g])
+                    raise GraphError(
+                        f"edge ({u - o}, {v - o}) has no reverse edge ({v - o}, {u - o}) of the "
+                        "same weight: store both directions of each undirected edge",
+                        self.graph_label(g),
+                    )
+        return self
+
+    @staticmethod
+    def from_graphs(graphs: Sequence[Graph], *, dtype: torch.dtype | None = None) -> Batch:
+        """Stack graphs block-diagonally (features kept when every graph has them)."""
+        sizes = [g.num_nodes for g in graphs]
+        ptr = torch.zeros(len(graphs) + 1, dtype=torch.int64)
+        if sizes:
+            ptr[1:] = torch.cumsum(torch.tensor(sizes, dtype=torch.int64), 0)
+        parts, weights = [], []
+        weighted = any(not g.is_binary for g in graphs)
+        for g, off in zip(graphs, ptr[:-1].tolist()):
+            ei = g.edge_index
+            parts.append(torch.from_numpy(ei + off))
+            if weighted:
+                weights.append(torch.from_numpy(np.asarray(g.edge_weight, dtype=np.float64)))
+        edge_index = torch.cat(parts, 1) if parts else torch.zeros(2, 0, dtype=torch.int64)
+        batch = torch.repeat_interleave(
+            torch.arange(len(graphs), dtype=torch.int64), torch.tensor(sizes, dtype=torch.int64)
+        )
+        x = None
+        if graphs and all(g.x is not None for g in graphs):
+            x = torch.cat([torch.as_tensor(np.asarray(g.x).reshape(g.num_nodes, -1)) for g in graphs])
+            if dtype is not None:
+                x = x.to(dtype)
+        ew = torch.cat(weights) if weighted else None
+        if ew is not None and dtype is not None:
+            ew = ew.to(dtype)
+        return Batch(edge_index, batch, ptr, x, ew, tuple(g.name for g in graphs))
+
+    def to_graphs(self) -> list[Graph]:
+        """Split back into dense graphs (for the dense evaluator and tests)."""
+        out = []
+        ei = self.edge_index
+        for g in range(self.num_graphs):
+            lo, hi = int(self.ptr[g]), int(self.ptr[g + 1])
+            sel = (ei[0] >= lo) & (ei[0] < hi)
+            w = None if self.edge_weight is None else self.edge_weight[sel]
+            x = None if self.x is None else self.x[lo:hi].numpy()
+            gr = _graph_from_local(ei[:, sel] - lo, hi - lo, w, self.graph_label(g), x)
+            out.append(gr)
+        return out
+
+
+def _graph_from_local(
+    ei: torch.Tensor, n: int, w: torch.Tensor | None, name: str, x: Any
+) -> Graph:
+    from runtime.graphs import from_edge_index
+
+    return from_edge_index(
+        ei, n, edge_weight=w, name=name, x=x, allow_weights=w is not None
+    )
+
+
+def as_batch(obj: Any, *, validate: bool = True) -> Batch:
+    """Coerce ``obj`` to a :class:`Batch` (see module docstring)."""
+    if isinstance(obj, Batch):
+        return obj.validate() if validate else obj
+    if hasattr(obj, "edge_index") and not isinstance(obj, Graph):
+        b = _from_pyg(obj)
+        return b.validate() if validate else b
+    graphs = as_graphs(obj) if not isinstance(obj, Graph) else [as_graph(obj)]
+    return Batch.from_graphs(graphs)
+
+
+def _from_pyg(data: Any) -> Batch:
+    """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`."""
+    ei = torch.as_tensor(data.edge_index).to(torch.int64)
+    n = getattr(data, "num_nodes", None)
+    if n is None:
+        n = int(ei.max()) + 1 if ei.numel() else 0
+    n = int(n)
+    b = getattr(data, "batch", None)
+    if b is None:
+        b = torch.zeros(n, dtype=torch.int64)
+    else:
+        b = torch.as_tensor(b).to(torch.int64)
+    if b.numel() != n:
+        raise GraphError(f"batch vector has {b.numel()} entries but there are {n} nodes", "batch")
+    if b.numel() and bool((b[1:] < b[:-1]).any()):
+        raise GraphError("batch vector must be sorted (nodes grouped by graph)", "batch")
+    g = int(b.max()) + 1 if b.numel() else 0
+    counts = torch.bincount(b, minlength=g)
+    ptr = torch.zeros(g + 1, dtype=torch.int64)
+    ptr[1:] = torch.cumsum(counts, 0)
+    x = getattr(data, "x", None)
+    ew = getattr(data, "edge_weight", None)
+    return Batch(
+        ei,
+        b,
+        ptr,
+        None if x is None else torch.as_tensor(x),
+        None if ew is None else torch.as_tensor(ew),
+        (),
+    )
