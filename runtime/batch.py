@@ -105,7 +105,9 @@ class Batch:
                         u, v = int(skey[k] // n), int(skey[k] % n)
                         g = int(self.batch[u])
                         o = int(self.ptr[g])
-                        raise GraphError(f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g))
+                        raise GraphError(
+                            f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g)
+                        )
                     missing = ~torch.isin(rkey, key)
                 else:
                     order = torch.argsort(key)
@@ -145,7 +147,9 @@ class Batch:
         )
         x = None
         if graphs and all(g.x is not None for g in graphs):
-            x = torch.cat([torch.as_tensor(np.asarray(g.x).reshape(g.num_nodes, -1)) for g in graphs])
+            x = torch.cat(
+                [torch.as_tensor(np.asarray(g.x).reshape(g.num_nodes, -1)) for g in graphs]
+            )
             if dtype is not None:
                 x = x.to(dtype)
         ew = torch.cat(weights) if weighted else None
@@ -167,14 +171,10 @@ class Batch:
         return out
 
 
-def _graph_from_local(
-    ei: torch.Tensor, n: int, w: torch.Tensor | None, name: str, x: Any
-) -> Graph:
+def _graph_from_local(ei: torch.Tensor, n: int, w: torch.Tensor | None, name: str, x: Any) -> Graph:
     from runtime.graphs import from_edge_index
 
-    return from_edge_index(
-        ei, n, edge_weight=w, name=name, x=x, allow_weights=w is not None
-    )
+    return from_edge_index(ei, n, edge_weight=w, name=name, x=x, allow_weights=w is not None)
 
 
 def as_batch(obj: Any, *, validate: bool = True) -> Batch:

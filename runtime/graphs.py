@@ -129,7 +129,9 @@ def from_adjacency(
     arr = _check(arr, name, allow_weights, allow_self_loops, allow_directed)
     feats = None if x is None else np.asarray(x)
     if feats is not None and feats.shape[0] != arr.shape[0]:
-        raise GraphError(f"features have {feats.shape[0]} rows but the graph has {arr.shape[0]} nodes", name)
+        raise GraphError(
+            f"features have {feats.shape[0]} rows but the graph has {arr.shape[0]} nodes", name
+        )
     return Graph(arr, name, feats)
 
 
@@ -157,7 +159,9 @@ def from_edge_index(
         num_nodes = int(ei.max()) + 1 if ei.size else 0
     if ei.size and (ei.min() < 0 or ei.max() >= num_nodes):
         bad = int(ei.max()) if ei.max() >= num_nodes else int(ei.min())
-        raise GraphError(f"edge_index refers to node {bad} but the graph has {num_nodes} nodes", name)
+        raise GraphError(
+            f"edge_index refers to node {bad} but the graph has {num_nodes} nodes", name
+        )
     if edge_weight is None:
         w = np.ones(ei.shape[1], dtype=np.int64)
     else:
@@ -313,7 +317,9 @@ def path(n: int) -> Graph:
 def complete(n: int) -> Graph:
     if n < 1:
         raise GraphError(f"a complete graph needs at least 1 node, got {n}")
-    return from_adjacency(np.ones((n, n), dtype=np.int64) - np.eye(n, dtype=np.int64), name=f"complete{n}")
+    return from_adjacency(
+        np.ones((n, n), dtype=np.int64) - np.eye(n, dtype=np.int64), name=f"complete{n}"
+    )
 
 
 def star(k: int) -> Graph:
@@ -342,7 +348,18 @@ _ALIASES = {"C": "cycle", "P": "path", "K": "complete"}
 
 def named_graph_names() -> list[str]:
     """Names accepted by :func:`named`; families take a size suffix (``cycle6``, ``K4``)."""
-    return [*PAPER_GRAPH6, "petersen", "cycleN", "pathN", "completeN", "starN", "emptyN", "CN", "PN", "KN"]
+    return [
+        *PAPER_GRAPH6,
+        "petersen",
+        "cycleN",
+        "pathN",
+        "completeN",
+        "starN",
+        "emptyN",
+        "CN",
+        "PN",
+        "KN",
+    ]
 
 
 def named(name: str) -> Graph:
@@ -359,9 +376,7 @@ def named(name: str) -> Graph:
         if n < _FAMILY_MIN[fam] or n > 100000:
             raise GraphError(f"no built-in graph {name!r}: size {n} out of range")
         return _FAMILIES[fam](n).with_name(name)
-    raise GraphError(
-        f"no built-in graph named {name!r}; known: " + ", ".join(named_graph_names())
-    )
+    raise GraphError(f"no built-in graph named {name!r}; known: " + ", ".join(named_graph_names()))
 
 
 # --------------------------------------------------------------------------- coercion

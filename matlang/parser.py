@@ -1,0 +1,466 @@
+"""Text → typed AST. The grammar is ``grammars/matlang.lark``; no lark Tree leaves this module.
+
+Macros (``I``, ``deg``, ``L``) and ``let`` bindings expand here, so every later stage sees
+only the core operations. Every error is a :class:`~matlang.errors.SourceError` that points
+at the text with line:col and a caret.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from grammars import GRAMMAR_PATH
+from matlang import ast
+from matlang.errors import (
+    ArityError,
+    MatlangSyntaxError,
+    PowerError,
+    SourceError,
+    Span,
+    UnknownNameError,
+)
+from matlang.functions import BUILTINS, RESERVED, Function, define
+from matlang.shapes import COLUMN, MATRIX
+
+SUPERSCRIPTS = {c: i for i, c in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")}
+
+# Human names of the grammar's terminals, for syntax errors.
+_TERMINALS = {
+    "NAME": "a name",
+    "CALL": "a function call",
+    "NUMBER": "a number",
+    "ONES": "𝟏",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "PLUS": "'+'",
+    "MINUS": "'-'",
+    "MATMUL": "'*'",
+    "HADAMARD": "'⊙'",
+    "DIV": "'/'",
+    "CARET": "'^'",
+    "TRANSPOSE": "a transpose",
+    "SUPERSCRIPT": "a power",
+    "EQUAL": "'='",
+    "COLON": "':'",
+    "_SEP": "the end of the sentence",
+    "$END": "the end of the input",
+    "FORMULA": "a formula",
+}
+_OPERAND = {"NAME", "CALL", "NUMBER", "ONES", "LPAR"}
+
+
+@cache
+def _lark() -> Lark:
+    return Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        propagate_positions=True,
+        start="program",
+        maybe_placeholders=False,
+    )
+
+
+def _span(node: Tree | Token, text: str) -> Span:
+    if isinstance(node, Token):
+        start = node.start_pos or 0
+        end = node.end_pos if node.end_pos is not None else start + len(node)
+    else:
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            return Span(0, 0, 1, 1)
+        start, end = meta.start_pos, meta.end_pos
+    return Span.of(text, start, end)
+
+
+@dataclass
+class _Scope:
+    """What names mean while a program is read, statement by statement."""
+
+    text: str
+    bindings: dict[str, ast.Expr] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
+    inputs: dict[str, ast.Expr] = field(default_factory=dict)
+    used_functions: dict[str, Function] = field(default_factory=dict)
+
+
+def _macro(name: str, span: Span) -> ast.Expr | None:
+    """Built-in names. # I = diag(𝟏); deg = A𝟏; L = diag(A𝟏) - A"""
+    a = ast.Input("A", MATRIX, span=span)
+    ones = ast.Ones(span=span)
+    if name == "A":
+        return a
+    if name == "ones":
+        return ones
+    if name == "I":
+        return ast.Diag(ones, span=span)
+    if name == "deg":
+        return ast.Mul(a, ones, span=span)
+    if name == "L":
+        return ast.Sub(ast.Diag(ast.Mul(a, ones, span=span), span=span), a, span=span)
+    return None
+
+
+class _Builder:
+    def __init__(self, scope: _Scope) -> None:
+        self.scope = scope
+        self.text = scope.text
+
+    def span(self, node: Tree | Token) -> Span:
+        return _span(node, self.text)
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, t: Tree | Token) -> ast.Expr:
+        if isinstance(t, Token):  # pragma: no cover - the grammar wraps every token
+            raise MatlangSyntaxError(f"unexpected {t!r}", self.span(t))
+        method = getattr(self, "e_" + str(t.data), None)
+        if method is None:  # pragma: no cover - a grammar rule without a builder
+            raise MatlangSyntaxError(f"unsupported construct {t.data}", self.span(t))
+        return method(t, self.span(t))
+
+    def _binary(self, cls: type[ast.Expr], t: Tree, sp: Span) -> ast.Expr:
+        left, right = t.children[0], t.children[-1]
+        return cls(self.expr(left), self.expr(right), span=sp)  # type: ignore[call-arg]
+
+    def e_add(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Add, t, sp)
+
+    def e_sub(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Sub, t, sp)
+
+    def e_mul(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Mul, t, sp)
+
+    def e_juxtapose(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Mul, t, sp)
+
+    def e_hadamard(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Hadamard, t, sp)
+
+    def e_div(self, t: Tree, sp: Span) -> ast.Expr:
+        return self._binary(ast.Div, t, sp)
+
+    def e_neg(self, t: Tree, sp: Span) -> ast.Expr:
+        return ast.Neg(self.expr(t.children[-1]), span=sp)
+
+    def e_transpose(self, t: Tree, sp: Span) -> ast.Expr:
+        return ast.Transpose(self.expr(t.children[0]), span=sp)
+
+    def e_superpower(self, t: Tree, sp: Span) -> ast.Expr:
+        digits = str(t.children[1])
+        k = int("".join(str(SUPERSCRIPTS[c]) for c in digits))
+        return ast.Power(self.expr(t.children[0]), k, span=sp)
+
+    def e_power(self, t: Tree, sp: Span) -> ast.Expr:
+        base = self.expr(t.children[0])
+        return ast.Power(base, self.exponent(t.children[2]), span=sp)
+
+    def exponent(self, t: Tree) -> int:
+        sp = self.span(t)
+        kind = str(t.data)
+        if kind == "exp_number":
+            tok = str(t.children[0])
+            if not tok.isdigit():
+                raise PowerError(f"a power must be a non-negative integer, got {tok}", sp)
+            return int(tok)
+        if kind == "exp_negative":
+            raise PowerError(
+                f"a power must be a non-negative integer, got -{t.children[1]}",
+                sp,
+                hint="MATLANG has no inverses; for entrywise powers use a function, "
+                "e.g. let f(x) = x^(-1/2)",
+            )
+        if kind == "exp_name":
+            raise PowerError(
+                f"a power must be a literal integer, got the name '{t.children[0]}'", sp
+            )
+        inner = self.expr(t.children[0])
+        if isinstance(inner, ast.Number) and inner.value.denominator == 1:
+            return int(inner.value)
+        raise PowerError("a power must be a literal non-negative integer", sp)
+
+    def e_number(self, t: Tree, sp: Span) -> ast.Expr:
+        return ast.Number(Fraction(str(t.children[0])), span=sp)
+
+    def e_ones(self, t: Tree, sp: Span) -> ast.Expr:
+        return ast.Ones(span=sp)
+
+    def e_name(self, t: Tree, sp: Span) -> ast.Expr:
+        name = str(t.children[0])
+        return self.lookup(name, sp)
+
+    def lookup(self, name: str, sp: Span) -> ast.Expr:
+        s = self.scope
+        if name in s.bindings:
+            return s.bindings[name]
+        if name in s.inputs:
+            return ast.Input(name, COLUMN, span=sp)
+        m = _macro(name, sp)
+        if m is not None:
+            return m
+        if name in s.functions or name in BUILTINS or name in ("tr", "diag"):
+            raise UnknownNameError(
+                f"'{name}' is a function; call it with parentheses, e.g. {name}(A ones)",
+                sp,
+                hint="a call has no space before '('",
+            )
+        raise UnknownNameError(f"unknown name '{name}'", sp, hint=self._suggest(name))
+
+    def _suggest(self, name: str) -> str:
+        known = [*self.scope.bindings, *self.scope.inputs, "A", "ones", "I", "deg", "L"]
+        if name in ("one", "one_vector", "𝟏"):
+            return "the ones vector is `ones` (or 𝟏)"
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:
+            return f"did you mean '{close[0]}'?"
+        if len(name) == 1 and name.isupper():
+            return "the input matrix is A; declare node vectors with `input h`"
+        return "names are A, ones, I, deg, L, `let` bindings and `input` vectors"
+
+    def e_call_empty(self, t: Tree, sp: Span) -> ast.Expr:
+        return self.call(str(t.children[0]), [], sp)
+
+    def e_call(self, t: Tree, sp: Span) -> ast.Expr:
+        args = [self.expr(a) for a in t.children[1].children]
+        return self.call(str(t.children[0]), args, sp)
+
+    def call(self, name: str, args: list[ast.Expr], sp: Span) -> ast.Expr:
+        s = self.scope
+        if name in ("tr", "diag"):
+            if len(args) != 1:
+                raise ArityError(f"{name} takes 1 argument, got {len(args)}", sp)
+            return ast.Trace(args[0], span=sp) if name == "tr" else ast.Diag(args[0], span=sp)
+        fn = s.functions.get(name) or BUILTINS.get(name)
+        if fn is not None:
+            s.used_functions.setdefault(fn.name, fn)
+            return ast.Apply(fn, tuple(args), span=sp)
+        # ``A(B)``: a name against a parenthesis that is not a function is a product.
+        if name in s.bindings or name in s.inputs or _macro(name, sp) is not None:
+            if len(args) != 1:
+                raise ArityError(
+                    f"'{name}' is not a function and cannot take {len(args)} arguments", sp
+                )
+            head = self.lookup(name, sp)
+            return ast.Mul(head, args[0], span=sp)
+        close = difflib.get_close_matches(name, [*s.functions, *BUILTINS, "tr", "diag"], n=1)
+        hint = (
+            f"did you mean '{close[0]}'?" if close else (f"define it first: let {name}(x) = ...;")
+        )
+        raise UnknownNameError(f"unknown function '{name}'", sp, hint=hint)
+
+    # -- statements ------------------------------------------------------------------------
+    def statement(self, t: Tree, out: list[ast.Sentence]) -> None:
+        kind = str(t.data)
+        s = self.scope
+        sp = self.span(t)
+        if kind == "sentence":
+            out.append(ast.Sentence(self.expr(t.children[0]), None, span=sp))
+        elif kind == "named_sentence":
+            name = str(t.children[0])
+            self._check_free(name, self.span(t.children[0]))
+            e = self.expr(t.children[1])
+            s.bindings[name] = e
+            out.append(ast.Sentence(e, name, span=sp))
+        elif kind == "binding":
+            name = str(t.children[0])
+            self._check_free(name, self.span(t.children[0]))
+            s.bindings[name] = self.expr(t.children[1])
+        elif kind == "fundef":
+            name_tok, params, formula = t.children
+            name = str(name_tok)
+            if name in s.functions:
+                raise SourceError(f"function '{name}' is defined twice", self.span(name_tok))
+            pnames = [str(p) for p in params.children]
+            s.functions[name] = define(
+                name, pnames, str(formula), span=self.span(formula), source_text=self.text
+            )
+        elif kind == "inputs":
+            for tok in t.children:
+                name = str(tok)
+                self._check_free(name, self.span(tok))
+                s.inputs[name] = ast.Input(name, COLUMN)
+        else:  # pragma: no cover
+            raise MatlangSyntaxError(f"unsupported statement {kind}", sp)
+
+    def _check_free(self, name: str, sp: Span) -> None:
+        if name in RESERVED or name in BUILTINS:
+            raise SourceError(f"'{name}' is built in and cannot be rebound", sp)
+        if name in self.scope.bindings or name in self.scope.inputs:
+            raise SourceError(f"'{name}' is already defined", sp)
+
+
+# --------------------------------------------------------------------------- syntax errors
+
+
+def _describe_expected(expected: set[str]) -> str:
+    parts = []
+    if expected & _OPERAND:
+        parts.append("an operand")
+    if expected & {"PLUS", "MATMUL", "HADAMARD", "DIV"}:
+        parts.append("an operator")
+    for term in ("RPAR", "COMMA", "EQUAL", "COLON"):
+        if term in expected:
+            parts.append(_TERMINALS[term])
+    if not parts:
+        parts = sorted({_TERMINALS.get(e, e) for e in expected})
+    return " or ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(\.[0-9]*)?|\.\*|\S")
+
+
+def _unexpected_text(
+    text: str, pos: int, prev: str | None, expected: set[str]
+) -> MatlangSyntaxError:
+    """An error for text that no terminal of the current state accepts."""
+    m = _WORD.match(text, pos)
+    word = m.group(0) if m else text[pos : pos + 1]
+    sp = Span.of(text, pos, pos + max(1, len(word)))
+    hint = None
+    if word == "*" and prev == "MATMUL":
+        hint = "a power is written A^3 or A³, not A ** 3"
+    elif word == "=":
+        hint = "bind a name with `let name = expression`"
+    elif word in ("[", "]", "{", "}"):
+        hint = "group with parentheses ( ); MATLANG has no indexing"
+    elif word == ",":
+        hint = "commas separate the arguments of a function call"
+    elif word == "let":
+        hint = "a `let` starts its own statement: put it on its own line or after ';'"
+    return MatlangSyntaxError(
+        f"unexpected {word!r}, expected {_describe_expected(expected)}", sp, text, hint
+    )
+
+
+def _paren_depth(prefix: str) -> int:
+    return prefix.count("(") - prefix.count(")")
+
+
+def _syntax_error(e: UnexpectedInput, text: str) -> MatlangSyntaxError:
+    pos = getattr(e, "pos_in_stream", None)
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream]
+        sp = Span.of(text, e.pos_in_stream, e.pos_in_stream + 1)
+        hint = None
+        if ch in "[]{}":
+            hint = "group with parentheses ( )"
+        elif ch == "=":
+            hint = "bind a name with `let name = expression`"
+        elif ch == ",":
+            hint = "commas separate the arguments of a function call"
+        elif ch == "^":
+            hint = "a power is written A^3 or A³; a transpose A^T, A' or Aᵀ"
+        return MatlangSyntaxError(f"unexpected character {ch!r}", sp, text, hint)
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        expected = set(e.expected)
+        history = getattr(e, "token_history", None) or []
+        prev = history[-1].type if history else None
+        if tok.type == "FORMULA":  # the catch-all formula terminal swallowed the real token
+            return _unexpected_text(text, tok.start_pos or 0, prev, expected)
+        if prev == "CARET" or (
+            tok.type in ("$END", "_SEP")
+            and text[: tok.start_pos if tok.type == "_SEP" else len(text)].rstrip().endswith("^")
+        ):
+            at = tok.start_pos if tok.type != "$END" else len(text)
+            at = min(at or 0, max(len(text) - 1, 0))
+            return MatlangSyntaxError(
+                f"unexpected {'end of input' if tok.type == '$END' else repr(str(tok))} after "
+                "'^', expected an exponent",
+                Span.of(text, at, at + 1),
+                text,
+                "a power is a non-negative integer (A^3, A³); a transpose is A^T, A' or Aᵀ",
+            )
+        at_end = tok.type == "$END"
+        if at_end or tok.type == "_SEP":
+            start = len(text.rstrip()) if at_end else (tok.start_pos or 0)
+            start = max(0, min(start, len(text)))
+            sp = Span.of(text, max(0, start - 1), start) if start else Span.of(text, 0, 1)
+            what = "the end of the input" if at_end else "the end of the sentence"
+            hint = None
+            if "RPAR" in expected:
+                hint = "a '(' is not closed"
+            elif "NUMBER" in expected and "NAME" in expected and "CARET" not in expected:
+                hint = "an operator needs an operand on its right"
+            return MatlangSyntaxError(
+                f"unexpected {what}, expected {_describe_expected(expected)}", sp, text, hint
+            )
+        sp = Span.of(text, tok.start_pos or 0, tok.end_pos or (tok.start_pos or 0) + len(tok))
+        hint = None
+        depth = _paren_depth(text[: tok.start_pos or 0])
+        if tok.type == "RPAR":
+            hint = (
+                "this ')' has no matching '('"
+                if depth <= 0
+                else ("an operand is missing before ')'")
+            )
+        elif tok.type == "MATMUL" and prev == "MATMUL":
+            hint = "a power is written A^3 or A³, not A ** 3"
+        elif tok.type == "COLON":
+            hint = "name a sentence at the start of its line: `triangles: tr(A^3)/6`"
+        elif tok.type == "CARET":
+            hint = "a power needs a literal integer exponent"
+        return MatlangSyntaxError(
+            f"unexpected {str(tok)!r}, expected {_describe_expected(expected)}", sp, text, hint
+        )
+    if isinstance(e, UnexpectedEOF):  # pragma: no cover - LALR reports $END as a token
+        return MatlangSyntaxError("unexpected end of input", Span.of(text, len(text)), text)
+    return MatlangSyntaxError(str(e), Span.of(text, pos or 0), text)  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- API
+
+
+def parse_program(
+    text: str,
+    *,
+    functions: Mapping[str, Function] | None = None,
+    inputs: tuple[str, ...] = (),
+) -> ast.Program:
+    """Every statement of ``text``: sentences, ``let`` bindings and functions, ``input`` names."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse expects a string, got {type(text).__name__}")
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, text) from None
+    scope = _Scope(text, functions=dict(functions or {}))
+    for name in inputs:
+        scope.inputs[name] = ast.Input(name, COLUMN)
+    builder = _Builder(scope)
+    sentences: list[ast.Sentence] = []
+    try:
+        for st in tree.children:
+            builder.statement(st, sentences)
+    except SourceError as e:
+        raise e.located(text) from None
+    return ast.Program(
+        tuple(sentences),
+        tuple(scope.functions.values()),
+        tuple(scope.inputs),
+        text=text,
+    )
+
+
+def parse(text: str, **kwargs: Any) -> ast.Expr:
+    """The one sentence of ``text`` (after any ``let``/``input`` statements) as a typed AST."""
+    program = parse_program(text, **kwargs)
+    if len(program) != 1:
+        what = "no sentence" if not program.sentences else f"{len(program)} sentences"
+        sp = program.sentences[1].span if len(program) > 1 else Span.of(text, 0, max(1, len(text)))
+        raise MatlangSyntaxError(
+            f"expected exactly one sentence, found {what}",
+            sp,
+            text,
+            hint="use parse_program for several sentences" if len(program) > 1 else None,
+        )
+    return program.sentences[0].expr

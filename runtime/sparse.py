@@ -1,0 +1,548 @@
+"""Sparse kernels for message passing, on two interchangeable backends.
+
+A sparse matrix is a pair ``(edge_index, value)``: ``edge_index`` is a ``(2, E)`` integer tensor
+whose row ``edge_index[0]`` is the row ``i`` (the node that *receives*) and whose row
+``edge_index[1]`` is the column ``j`` (the node that *sends*); ``value`` is ``(E,)`` or, for one
+matrix per channel, ``(E, C)``; ``None`` means every stored entry is 1. Entries stored twice add
+up. Every kernel here computes an exact identity of dense linear algebra:
+
+=====================  ========================================================================
+``propagate``          ``out[i] = Σ_{(i,j)} w_ij h[j]``                       (``W h``)
+``scatter_sum/max/..`` ``out[g] = reduce_{e: index[e] = g} src[e]``            (readouts)
+``coalesce``           sort row-major, add up entries stored twice
+``spspmm``             ``A B`` on its structural support (every path ``i → k → j``)
+``sampled_product``    ``(A B)[i, j]`` for each entry ``(i, j)`` of a given mask
+``diag_of_product``    ``diag(A B)``, i.e. ``(A B)[i, i] = Σ_k A[i,k] B[k,i]``
+=====================  ========================================================================
+
+Backends: ``"torch_sparse"`` (``torch_sparse.SparseTensor`` and ``torch_scatter``) when those are
+importable, and ``"torch"`` (``index_add_``, ``scatter_reduce`` and sorted-key joins), always.
+Every function takes ``backend=``; ``None`` means the innermost :func:`use_backend` choice, else
+:func:`default_backend`. Gradients flow through values (and through ``h`` / ``src``) on both
+backends, in float32 and float64.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from matlang.errors import GraphError, MatlangError
+
+#: Every backend this module knows, in order of preference.
+BACKENDS: tuple[str, ...] = ("torch_sparse", "torch")
+
+_CHOSEN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "matlang_sparse_backend", default=None
+)
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@functools.cache
+def _torch_sparse_modules() -> tuple[ModuleType, ModuleType] | None:
+    """``(torch_sparse, torch_scatter)`` when both import cleanly, else ``None``."""
+    try:
+        import torch_scatter
+        import torch_sparse
+    except (ImportError, OSError, RuntimeError):
+        return None
+    return torch_sparse, torch_scatter
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends that can run here, in order of preference (``"torch"`` always)."""
+    return tuple(b for b in BACKENDS if b == "torch" or _torch_sparse_modules() is not None)
+
+
+def default_backend() -> str:
+    """The backend used for ``backend=None``: the innermost :func:`use_backend`, else the first
+    available one."""
+    chosen = _CHOSEN.get()
+    return chosen if chosen is not None else available_backends()[0]
+
+
+def resolve_backend(backend: str | None = None) -> str:
+    """``backend`` checked (or the default when ``None``)."""
+    name = default_backend() if backend is None else backend
+    if name not in BACKENDS:
+        raise MatlangError(f"unknown sparse backend {name!r}; known: {', '.join(BACKENDS)}")
+    if name not in available_backends():
+        raise MatlangError(
+            f"sparse backend {name!r} is not available here (torch_sparse/torch_scatter do not "
+            "import); install the extra with `pip install matlang[sparse]` or use 'torch'"
+        )
+    return name
+
+
+@contextlib.contextmanager
+def use_backend(backend: str) -> Iterator[str]:
+    """Within the block, ``backend=None`` means ``backend`` (checked on entry)."""
+    token = _CHOSEN.set(resolve_backend(backend))
+    try:
+        yield _CHOSEN.get() or backend
+    finally:
+        _CHOSEN.reset(token)
+
+
+def _ts() -> ModuleType:
+    mods = _torch_sparse_modules()
+    assert mods is not None  # resolve_backend has checked
+    return mods[0]
+
+
+def _tsc() -> ModuleType:
+    mods = _torch_sparse_modules()
+    assert mods is not None
+    return mods[1]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _index(edge_index: Tensor, what: str = "edge_index") -> Tensor:
+    if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+        raise GraphError(f"{what} must have shape (2, E), got {tuple(edge_index.shape)}")
+    if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
+        raise GraphError(f"{what} must hold integers, got {edge_index.dtype}")
+    return edge_index.to(torch.int64)
+
+
+def _values(value: Tensor | None, num: int, dtype: torch.dtype, device: Any, what: str) -> Tensor:
+    """``value`` checked against ``num`` entries, or ones when ``None``."""
+    if value is None:
+        return torch.ones(num, dtype=dtype, device=device)
+    if value.dim() not in (1, 2) or value.shape[0] != num:
+        raise GraphError(
+            f"{what} must have shape ({num},) or ({num}, C) to match its edge_index, "
+            f"got {tuple(value.shape)}"
+        )
+    return value
+
+
+def _common_dtype(*values: Tensor | None) -> torch.dtype:
+    dts = [v.dtype for v in values if v is not None]
+    if not dts:
+        return torch.get_default_dtype()
+    out = dts[0]
+    for d in dts[1:]:
+        out = torch.promote_types(out, d)
+    return out
+
+
+def _col(v: Tensor) -> Tensor:
+    """``(E,)`` → ``(E, 1)`` so that values with and without channels broadcast."""
+    return v.unsqueeze(-1) if v.dim() == 1 else v
+
+
+def _uncol(out: Tensor, *inputs: Tensor) -> Tensor:
+    """Drop the channel axis again when no input had one."""
+    return out.squeeze(-1) if all(v.dim() == 1 for v in inputs) else out
+
+
+def _sum_to(grad: Tensor, like: Tensor) -> Tensor:
+    """A gradient summed over the channel axis that broadcasting added to ``like``."""
+    return grad.sum(-1) if grad.dim() > like.dim() else grad
+
+
+# --------------------------------------------------------------------------- propagate
+
+
+def propagate(
+    edge_index: Tensor,
+    h: Tensor,
+    edge_weight: Tensor | None = None,
+    num_nodes: int | None = None,
+    backend: str | None = None,
+) -> Tensor:
+    r"""Sparse matrix times node signal: ``out[i] = Σ_{(i,j) ∈ edges} w_ij h[j]``.
+
+    .. math::
+        \mathbf{out} = W\,\mathbf{h}, \qquad W_{ij} = \sum_{e = (i, j)} w_e
+
+    Args:
+        edge_index: ``(2, E)``; ``edge_index[0]`` is the receiving row ``i``.
+        h: ``(N,)`` or ``(N, C)`` signal on the columns.
+        edge_weight: ``(E,)``, or ``(E, C)`` for one matrix per channel; ``None`` = ones.
+            Cast to ``h``'s dtype.
+        num_nodes: number of output rows (default ``h.shape[0]``).
+        backend: ``"torch_sparse"``, ``"torch"`` or ``None`` (see :func:`default_backend`).
+
+    Shapes:
+        out: ``(num_nodes,)`` when ``h`` and ``edge_weight`` have no channel axis, else
+        ``(num_nodes, C)``.
+    """
+    name = resolve_backend(backend)
+    ei = _index(edge_index)
+    if h.dim() not in (1, 2):
+        raise GraphError(f"node signal must have shape (N,) or (N, C), got {tuple(h.shape)}")
+    n_out = int(h.shape[0]) if num_nodes is None else int(num_nodes)
+    num_e = int(ei.shape[1])
+    w = (
+        None
+        if edge_weight is None
+        else _values(edge_weight, num_e, h.dtype, h.device, "edge_weight")
+    )
+    if w is not None:
+        w = w.to(h.dtype)
+        if w.dim() == 2 and h.dim() == 2 and w.shape[1] != h.shape[1] and h.shape[1] != 1:
+            raise GraphError(
+                f"per-channel edge_weight has {w.shape[1]} channels but h has {h.shape[1]}"
+            )
+    row, col = ei[0], ei[1]
+    h2 = _col(h)
+    if name == "torch_sparse" and (w is None or w.dim() == 1):
+        adj = _ts().SparseTensor(row=row, col=col, value=w, sparse_sizes=(n_out, int(h.shape[0])))
+        out = adj.matmul(h2)
+    else:
+        msg = h2.index_select(0, col)
+        if w is not None:
+            msg = msg * _col(w)
+        if name == "torch_sparse":
+            out = _tsc().scatter(msg, row, dim=0, dim_size=n_out, reduce="sum")
+        else:
+            out = msg.new_zeros((n_out, msg.shape[1])).index_add_(0, row, msg)
+    if h.dim() == 1 and (w is None or w.dim() == 1):
+        return out.squeeze(-1)
+    return out
+
+
+# --------------------------------------------------------------------------- scatter
+
+
+def _scatter_index(index: Tensor, src: Tensor) -> Tensor:
+    if index.dim() != 1 or index.shape[0] != src.shape[0]:
+        raise GraphError(
+            f"scatter index must have shape ({src.shape[0]},), got {tuple(index.shape)}"
+        )
+    return index.to(torch.int64)
+
+
+def scatter_sum(src: Tensor, index: Tensor, dim_size: int, backend: str | None = None) -> Tensor:
+    """``out[g] = Σ_{e: index[e] = g} src[e]`` along dim 0 (empty groups give 0).
+
+    Shapes:
+        src: ``(E, *)``; index: ``(E,)``; out: ``(dim_size, *)``.
+    """
+    name = resolve_backend(backend)
+    idx = _scatter_index(index, src)
+    if name == "torch_sparse":
+        return _tsc().scatter(src, idx, dim=0, dim_size=dim_size, reduce="sum")
+    return src.new_zeros((dim_size, *src.shape[1:])).index_add_(0, idx, src)
+
+
+def scatter_max(src: Tensor, index: Tensor, dim_size: int, backend: str | None = None) -> Tensor:
+    """``out[g] = max_{e: index[e] = g} src[e]`` along dim 0 (empty groups give 0).
+
+    Shapes:
+        src: ``(E, *)``; index: ``(E,)``; out: ``(dim_size, *)``.
+    """
+    name = resolve_backend(backend)
+    idx = _scatter_index(index, src)
+    if name == "torch_sparse":
+        return _tsc().scatter_max(src, idx, dim=0, dim_size=dim_size)[0]
+    full = idx.view(-1, *([1] * (src.dim() - 1))).expand_as(src)
+    out = src.new_zeros((dim_size, *src.shape[1:]))
+    return out.scatter_reduce(0, full, src, reduce="amax", include_self=False)
+
+
+def scatter_mean(src: Tensor, index: Tensor, dim_size: int, backend: str | None = None) -> Tensor:
+    """``out[g] = mean_{e: index[e] = g} src[e]`` along dim 0 (empty groups give 0).
+
+    Shapes:
+        src: ``(E, *)``; index: ``(E,)``; out: ``(dim_size, *)``.
+    """
+    name = resolve_backend(backend)
+    idx = _scatter_index(index, src)
+    if name == "torch_sparse":
+        return _tsc().scatter(src, idx, dim=0, dim_size=dim_size, reduce="mean")
+    total = src.new_zeros((dim_size, *src.shape[1:])).index_add_(0, idx, src)
+    count = torch.bincount(idx, minlength=dim_size).clamp(min=1).to(src.dtype)
+    return total / count.view(-1, *([1] * (src.dim() - 1)))
+
+
+# --------------------------------------------------------------------------- coalesce
+
+
+def coalesce(
+    edge_index: Tensor, value: Tensor, num_nodes: int, backend: str | None = None
+) -> tuple[Tensor, Tensor]:
+    """Sort entries row-major and add up entries stored twice.
+
+    Shapes:
+        edge_index: ``(2, E)``; value: ``(E,)`` or ``(E, C)``; returns ``(2, E')`` and
+        ``(E',)`` / ``(E', C)`` with ``E' ≤ E``.
+    """
+    name = resolve_backend(backend)
+    ei = _index(edge_index)
+    v = _values(value, int(ei.shape[1]), value.dtype, value.device, "value")
+    if name == "torch_sparse":
+        idx, val = _ts().coalesce(ei, v, num_nodes, num_nodes, op="add")
+        return idx, val
+    return _coalesce_torch(ei, v, num_nodes)
+
+
+def _coalesce_torch(ei: Tensor, v: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    key = ei[0] * n + ei[1]
+    uniq, inverse = torch.unique(key, sorted=True, return_inverse=True)
+    out = v.new_zeros((uniq.numel(), *v.shape[1:])).index_add_(0, inverse, v)
+    return torch.stack([uniq // max(n, 1), uniq % max(n, 1)]), out
+
+
+# --------------------------------------------------------------------------- products
+
+
+def _paths(ia: Tensor, ib: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Every product term of ``A B``: for each A entry ``e = (i, k)`` and each B entry
+    ``f = (k, j)``, the pair ``(e, f)``. Returns ``(rows i, cols j, e, f)``; a sorted-key join
+    with memory O(|A| + |B| + #terms)."""
+    order_b = torch.argsort(ib[0], stable=True)
+    ptr_b = torch.zeros(n + 1, dtype=torch.int64, device=ib.device)
+    ptr_b[1:] = torch.cumsum(torch.bincount(ib[0], minlength=n), 0)
+    k = ia[1]
+    start = ptr_b[k]
+    count = ptr_b[k + 1] - start
+    e = torch.repeat_interleave(torch.arange(ia.shape[1], device=ia.device), count)
+    first = torch.cumsum(count, 0) - count  # where each A entry's run of terms begins
+    f = order_b[start[e] + torch.arange(e.numel(), device=ia.device) - first[e]]
+    return ia[0][e], ib[1][f], e, f
+
+
+def _sampled_torch(ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor, n: int) -> Tensor:
+    rows, cols, e, f = _paths(ia, ib, n)
+    mkey = mask[0] * n + mask[1]
+    uniq, inverse = torch.unique(mkey, sorted=True, return_inverse=True)
+    key = rows * n + cols
+    if uniq.numel():
+        pos = torch.searchsorted(uniq, key).clamp(max=uniq.numel() - 1)
+        hit = uniq[pos] == key
+        e, f, pos = e[hit], f[hit], pos[hit]
+    else:
+        e, f, pos = e[:0], f[:0], key[:0]
+    terms = _col(wa).index_select(0, e) * _col(wb).index_select(0, f)
+    acc = terms.new_zeros((uniq.numel(), terms.shape[1])).index_add_(0, pos, terms)
+    return _uncol(acc.index_select(0, inverse), wa, wb)
+
+
+def _sampled_torch_sparse_raw(
+    ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor, n: int
+) -> Tensor:
+    """Forward only (no autograd): ``A B`` by torch_sparse, then gathered at the mask."""
+    ts = _ts()
+    wa2, wb2 = _col(wa), _col(wb)
+    channels = max(wa2.shape[1], wb2.shape[1])
+    mkey = mask[0] * n + mask[1]
+    outs = []
+    for c in range(channels):
+        va = wa2[:, c if wa2.shape[1] > 1 else 0].contiguous()
+        vb = wb2[:, c if wb2.shape[1] > 1 else 0].contiguous()
+        a = ts.SparseTensor(row=ia[0], col=ia[1], value=va, sparse_sizes=(n, n))
+        b = ts.SparseTensor(row=ib[0], col=ib[1], value=vb, sparse_sizes=(n, n))
+        row, col, val = (a @ b).coo()
+        dtype = torch.promote_types(va.dtype, vb.dtype)
+        if val is None:
+            val = torch.ones(row.numel(), dtype=dtype, device=row.device)
+        ckey, cval = _coalesce_torch(torch.stack([row, col]), val.to(dtype), n)
+        key = ckey[0] * n + ckey[1]
+        pos = torch.searchsorted(key, mkey).clamp(max=max(key.numel() - 1, 0))
+        hit = (key[pos] == mkey) if key.numel() else torch.zeros_like(mkey, dtype=torch.bool)
+        out = torch.zeros(mkey.numel(), dtype=dtype, device=mkey.device)
+        out[hit] = cval[pos[hit]]
+        outs.append(out)
+    out = torch.stack(outs, 1)
+    return _uncol(out, wa, wb)
+
+
+class _SampledProduct(torch.autograd.Function):
+    """``(A B)|_mask`` computed by a forward-only kernel, with exact sparse gradients:
+    ``∂/∂A[i,k] = (G Bᵀ)[i,k]`` on A's entries and ``∂/∂B[k,j] = (Aᵀ G)[k,j]`` on B's."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        wa: Tensor,
+        wb: Tensor,
+        ia: Tensor,
+        ib: Tensor,
+        mask: Tensor,
+        n: int,
+        raw: Callable[..., Tensor],
+    ) -> Tensor:
+        ctx.save_for_backward(wa, wb, ia, ib, mask)
+        ctx.n = n
+        with torch.no_grad():
+            return raw(ia, wa, ib, wb, mask, n)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+        wa, wb, ia, ib, mask = ctx.saved_tensors
+        n = ctx.n
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = sampled_product(mask, grad, ib.flip(0), wb, ia, n, backend="torch_sparse")
+            ga = _sum_to(ga, wa)
+        if ctx.needs_input_grad[1]:
+            gb = sampled_product(ia.flip(0), wa, mask, grad, ib, n, backend="torch_sparse")
+            gb = _sum_to(gb, wb)
+        return ga, gb, None, None, None, None, None
+
+
+def sampled_product(
+    edge_index_a: Tensor,
+    w_a: Tensor | None,
+    edge_index_b: Tensor,
+    w_b: Tensor | None,
+    mask_index: Tensor,
+    num_nodes: int,
+    backend: str | None = None,
+) -> Tensor:
+    r"""The product ``A B`` read only at the entries of a mask (a sampled product).
+
+    .. math::
+        \mathbf{out}_m = (A B)_{i_m j_m} = \sum_k A_{i_m k} B_{k j_m},
+        \qquad (i_m, j_m) = \text{mask\_index}[:, m]
+
+    Exact; memory O(|A| + |B| + |mask| + number of product terms). An entry of the mask that no
+    path ``i → k → j`` reaches gets 0; a mask entry listed twice gets its value twice.
+
+    Args:
+        edge_index_a, w_a: the n×n matrix ``A`` (``w_a``: ``(E_a,)``, ``(E_a, C)`` or ``None``).
+        edge_index_b, w_b: the n×n matrix ``B``.
+        mask_index: ``(2, M)`` entries to compute.
+        num_nodes: ``n``.
+        backend: see :func:`default_backend`.
+
+    Shapes:
+        out: ``(M,)``, or ``(M, C)`` when ``w_a`` or ``w_b`` has channels.
+    """
+    name = resolve_backend(backend)
+    ia, ib = _index(edge_index_a, "edge_index_a"), _index(edge_index_b, "edge_index_b")
+    mask = _index(mask_index, "mask_index")
+    dtype = _common_dtype(w_a, w_b)
+    device = ia.device
+    wa = _values(w_a, int(ia.shape[1]), dtype, device, "w_a").to(dtype)
+    wb = _values(w_b, int(ib.shape[1]), dtype, device, "w_b").to(dtype)
+    if wa.dim() == 2 and wb.dim() == 2 and wa.shape[1] != wb.shape[1]:
+        raise GraphError(f"w_a has {wa.shape[1]} channels but w_b has {wb.shape[1]}")
+    if name == "torch":
+        return _sampled_torch(ia, wa, ib, wb, mask, int(num_nodes))
+    out = _SampledProduct.apply(wa, wb, ia, ib, mask, int(num_nodes), _sampled_torch_sparse_raw)
+    assert isinstance(out, Tensor)
+    return out
+
+
+def spspmm(
+    edge_index_a: Tensor,
+    w_a: Tensor | None,
+    edge_index_b: Tensor,
+    w_b: Tensor | None,
+    num_nodes: int,
+    backend: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    r"""Sparse times sparse: ``C = A B`` on its structural support, coalesced.
+
+    .. math::
+        C_{ij} = \sum_k A_{ik} B_{kj}, \qquad (i, j) \in \{(i, j) : \exists k,\
+        (i, k) \in A,\ (k, j) \in B\}
+
+    Entries whose terms cancel to 0 are kept (the support is structural).
+
+    Args:
+        edge_index_a, w_a: the n×n matrix ``A`` (``w_a``: ``(E_a,)``, ``(E_a, C)`` or ``None``).
+        edge_index_b, w_b: the n×n matrix ``B``.
+        num_nodes: ``n``.
+        backend: see :func:`default_backend`.
+
+    Shapes:
+        returns ``index (2, E_C)`` sorted row-major without repeats, and ``value (E_C,)`` or
+        ``(E_C, C)``.
+    """
+    name = resolve_backend(backend)
+    ia, ib = _index(edge_index_a, "edge_index_a"), _index(edge_index_b, "edge_index_b")
+    n = int(num_nodes)
+    dtype = _common_dtype(w_a, w_b)
+    wa = _values(w_a, int(ia.shape[1]), dtype, ia.device, "w_a").to(dtype)
+    wb = _values(w_b, int(ib.shape[1]), dtype, ia.device, "w_b").to(dtype)
+    if wa.dim() == 2 and wb.dim() == 2 and wa.shape[1] != wb.shape[1]:
+        raise GraphError(f"w_a has {wa.shape[1]} channels but w_b has {wb.shape[1]}")
+    if name == "torch":
+        rows, cols, e, f = _paths(ia, ib, n)
+        terms = _col(wa).index_select(0, e) * _col(wb).index_select(0, f)
+        index, value = _coalesce_torch(torch.stack([rows, cols]), terms, n)
+        return index, _uncol(value, wa, wb)
+    # torch_sparse: the support from its kernel, the values through the differentiable sampler
+    ts = _ts()
+    with torch.no_grad():
+        a = ts.SparseTensor(row=ia[0], col=ia[1], sparse_sizes=(n, n))
+        b = ts.SparseTensor(row=ib[0], col=ib[1], sparse_sizes=(n, n))
+        row, col, _ = (a @ b).coo()
+        index = torch.unique(row * n + col, sorted=True)
+        index = torch.stack([index // max(n, 1), index % max(n, 1)])
+    value = sampled_product(ia, wa, ib, wb, index, n, backend=name)
+    return index, value
+
+
+def diag_of_product(
+    edge_index_a: Tensor,
+    w_a: Tensor | None,
+    edge_index_b: Tensor,
+    w_b: Tensor | None,
+    num_nodes: int,
+    backend: str | None = None,
+) -> Tensor:
+    r"""The diagonal of ``A B`` without forming the product.
+
+    .. math::
+        \mathbf{out}_i = (A B)_{ii} = \sum_k A_{ik} B_{ki}
+
+    (so ``tr(A B) = Σ_i out_i``). On ``"torch"`` a join of A's entries with Bᵀ's entries, memory
+    O(|A| + |B|); on ``"torch_sparse"`` the sampled product on the diagonal.
+
+    Shapes:
+        out: ``(num_nodes,)``, or ``(num_nodes, C)`` when ``w_a`` or ``w_b`` has channels.
+    """
+    name = resolve_backend(backend)
+    ia, ib = _index(edge_index_a, "edge_index_a"), _index(edge_index_b, "edge_index_b")
+    n = int(num_nodes)
+    dtype = _common_dtype(w_a, w_b)
+    wa = _values(w_a, int(ia.shape[1]), dtype, ia.device, "w_a").to(dtype)
+    wb = _values(w_b, int(ib.shape[1]), dtype, ia.device, "w_b").to(dtype)
+    if wa.dim() == 2 and wb.dim() == 2 and wa.shape[1] != wb.shape[1]:
+        raise GraphError(f"w_a has {wa.shape[1]} channels but w_b has {wb.shape[1]}")
+    if name == "torch_sparse":
+        diag = torch.arange(n, device=ia.device).repeat(2, 1)
+        return sampled_product(ia, wa, ib, wb, diag, n, backend=name)
+    # Σ_k A[i,k] Bᵀ[i,k]: coalesce both, then match equal keys
+    ka, va = _coalesce_torch(ia, wa, n)
+    kb, vb = _coalesce_torch(ib.flip(0), wb, n)
+    key_a, key_b = ka[0] * n + ka[1], kb[0] * n + kb[1]
+    pos = torch.searchsorted(key_b, key_a).clamp(max=max(key_b.numel() - 1, 0))
+    hit = key_b[pos] == key_a if key_b.numel() else torch.zeros_like(key_a, dtype=torch.bool)
+    terms = _col(va)[hit] * _col(vb).index_select(0, pos[hit])
+    out = terms.new_zeros((n, terms.shape[1])).index_add_(0, ka[0][hit], terms)
+    return _uncol(out, wa, wb)
+
+
+__all__ = [
+    "BACKENDS",
+    "available_backends",
+    "coalesce",
+    "default_backend",
+    "diag_of_product",
+    "propagate",
+    "resolve_backend",
+    "sampled_product",
+    "scatter_max",
+    "scatter_mean",
+    "scatter_sum",
+    "spspmm",
+    "use_backend",
+]
