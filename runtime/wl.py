@@ -11,7 +11,8 @@ at every earlier round, so refining the disjoint union to stability is a valid t
 
 Everything is exact (no hashing): a signature is a row of integers and rows are numbered by
 ``np.unique``. Initial node colours may come from ``Graph.x`` (``colors="x"``) or be given per
-graph; by default every node has the same colour.
+graph; by default every node has the same colour. Edge weights enter both tests; 1-WL needs
+undirected graphs, 2-FWL also takes directed ones (``A_ij`` and ``A_ji`` are separate colours).
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ def initial_node_colors(graphs: Sequence[Graph], colors: Colors = None) -> list[
         arr = np.asarray(c)
         if hasattr(c, "detach"):
             arr = c.detach().cpu().numpy()
-        arr = arr.reshape(arr.shape[0], -1) if arr.ndim >= 1 else arr.reshape(1, 1)
+        if arr.ndim == 0:
+            raise GraphError("node colours must be an array with one entry per node", _label(g, i))
+        arr = arr.reshape(arr.shape[0], int(np.prod(arr.shape[1:], dtype=np.int64)))
         if arr.shape[0] != g.num_nodes:
             raise GraphError(
                 f"node colours have {arr.shape[0]} rows but the graph has {g.num_nodes} nodes",
@@ -177,13 +180,18 @@ def refine_1wl(graphs: Iterable[Any], colors: Colors = None) -> list[np.ndarray]
     wcode = None if wcode is None else wcode[order]
     degree = np.bincount(src, minlength=total)
     ptr = np.concatenate([[0], np.cumsum(degree)])
+    # Nodes of equal degree have equal-length signatures, so they are numbered per degree
+    # bucket (an exact multiset hash in O(E) memory). Buckets are fixed across rounds.
+    buckets = []
+    for d in np.unique(degree).tolist():
+        nodes = np.flatnonzero(degree == d)
+        buckets.append((nodes, ptr[nodes][:, None] + np.arange(d)[None, :]))
     color = np.concatenate(init) if gs else np.zeros(0, np.int64)
     _, color = _unique_rows(color[:, None])
     count = len(np.unique(color))
     while True:
-        new = _refine_nodes(color, src, dst, wcode, degree, ptr)
-        new_count = int(new.max()) + 1 if new.size else 0
-        color = new
+        color = _refine_nodes(color, src, dst, wcode, buckets)
+        new_count = int(color.max()) + 1 if color.size else 0
         if new_count == count:
             break
         count = new_count
@@ -195,23 +203,21 @@ def _refine_nodes(
     src: np.ndarray,
     dst: np.ndarray,
     wcode: np.ndarray | None,
-    degree: np.ndarray,
-    ptr: np.ndarray,
+    buckets: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> np.ndarray:
-    """One 1-WL round: new colour ids for the signature (c(v), sorted neighbour elements)."""
+    """One 1-WL round: new colour ids for the signature (c(v), sorted neighbour elements).
+
+    ``buckets`` holds, per degree, the nodes and the positions of their edges in ``src`` order.
+    """
     elem = color[dst] if wcode is None else wcode * (int(color.max()) + 1) + color[dst]
     # Sort each node's elements; edges are already grouped by src, so sort by (src, elem).
-    order = np.lexsort((elem, src))
-    elem = elem[order]
+    elem = elem[np.lexsort((elem, src))]
     new = np.empty_like(color)
     next_id = 0
-    # Nodes of equal degree have equal-length signatures: number them per degree bucket (an
-    # exact multiset hash in O(E) memory); buckets of different degrees never share an id.
-    for d in np.unique(degree):
-        nodes = np.flatnonzero(degree == d)
-        cols = ptr[nodes][:, None] + np.arange(d)[None, :]
+    for nodes, cols in buckets:
         rows = np.concatenate([color[nodes][:, None], elem[cols]], axis=1)
         k, ids = _unique_rows(rows)
+        # Buckets of different degrees never share an id.
         new[nodes] = ids + next_id
         next_id += k
     return new
@@ -345,6 +351,20 @@ def _fwl_partition(gs: Sequence[Graph], node_colors: Sequence[np.ndarray]) -> li
 # --------------------------------------------------------------------------- tests
 
 
+def _presplit_keys(
+    gs: Sequence[Graph], node_colors: Sequence[np.ndarray], kind: Test
+) -> list[bytes]:
+    """Keys equal for every pair ``kind`` may find equivalent: stable 1-WL histograms.
+
+    1-WL here is for undirected graphs; 2-FWL handles directed ones, which are then split by
+    size and node-colour histogram only.
+    """
+    directed = any(not np.array_equal(g.adjacency, g.adjacency.T) for g in gs)
+    if kind == "3-wl" and directed:
+        return [_histogram_key(c) for c in node_colors]
+    return [_histogram_key(c) for c in refine_1wl(gs, node_colors)]
+
+
 def classes(
     graphs: Iterable[Any],
     test: str = "1-wl",
@@ -361,8 +381,7 @@ def classes(
     gs = _graphs(graphs)
     kind = normalize_test(test)
     node_colors = initial_node_colors(gs, colors)
-    stable = refine_1wl(gs, node_colors)
-    by_1wl = _group([_histogram_key(c) for c in stable])
+    by_1wl = _group(_presplit_keys(gs, node_colors, kind))
     if kind == "1-wl":
         return by_1wl
     out = [grp for grp in by_1wl if len(grp) == 1]
@@ -409,7 +428,7 @@ def pair_equivalence(
     if idx.size and (idx.min() < 0 or idx.max() >= len(gs)):
         raise MatlangError(f"pair index out of range: there are {len(gs)} graphs")
     node_colors = initial_node_colors(gs, colors)
-    keys = [_histogram_key(c) for c in refine_1wl(gs, node_colors)]
+    keys = _presplit_keys(gs, node_colors, kind)
     result = np.array([keys[i] == keys[j] for i, j in idx.tolist()], dtype=bool)
     if kind == "1-wl":
         return result
