@@ -19,7 +19,8 @@ Backends: ``"torch_sparse"`` (``torch_sparse.SparseTensor`` and ``torch_scatter`
 importable, and ``"torch"`` (``index_add_``, ``scatter_reduce`` and sorted-key joins), always.
 Every function takes ``backend=``; ``None`` means the innermost :func:`use_backend` choice, else
 :func:`default_backend`. Gradients flow through values (and through ``h`` / ``src``) on both
-backends, in float32 and float64.
+backends, in float32 and float64. Second derivatives: everything on ``"torch"``, and the products
+on ``"torch_sparse"``; its ``propagate`` (torch_sparse's CSR ``spmm``) has no double backward.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -51,8 +53,11 @@ _CHOSEN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 def _torch_sparse_modules() -> tuple[ModuleType, ModuleType] | None:
     """``(torch_sparse, torch_scatter)`` when both import cleanly, else ``None``."""
     try:
-        import torch_scatter
-        import torch_sparse
+        with warnings.catch_warnings():
+            # torch_sparse scripts its kernels on import; newer torch deprecates torch.jit.script
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.jit")
+            import torch_scatter
+            import torch_sparse
     except (ImportError, OSError, RuntimeError):
         return None
     return torch_sparse, torch_scatter
@@ -97,6 +102,14 @@ def _ts() -> ModuleType:
     mods = _torch_sparse_modules()
     assert mods is not None  # resolve_backend has checked
     return mods[0]
+
+
+def _ts_product(a: Any, b: Any) -> Any:
+    """``a @ b`` of two SparseTensors; torch_sparse routes it through ``torch.sparse.mm``, whose
+    beta/invariant-check warnings say nothing to our users."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
+        return a @ b
 
 
 def _tsc() -> ModuleType:
@@ -186,13 +199,9 @@ def propagate(
         raise GraphError(f"node signal must have shape (N,) or (N, C), got {tuple(h.shape)}")
     n_out = int(h.shape[0]) if num_nodes is None else int(num_nodes)
     num_e = int(ei.shape[1])
-    w = (
-        None
-        if edge_weight is None
-        else _values(edge_weight, num_e, h.dtype, h.device, "edge_weight")
-    )
-    if w is not None:
-        w = w.to(h.dtype)
+    w = None
+    if edge_weight is not None:
+        w = _values(edge_weight, num_e, h.dtype, h.device, "edge_weight").to(h.dtype)
         if w.dim() == 2 and h.dim() == 2 and w.shape[1] != h.shape[1] and h.shape[1] != 1:
             raise GraphError(
                 f"per-channel edge_weight has {w.shape[1]} channels but h has {h.shape[1]}"
@@ -346,7 +355,7 @@ def _sampled_torch_sparse_raw(
         vb = wb2[:, c if wb2.shape[1] > 1 else 0].contiguous()
         a = ts.SparseTensor(row=ia[0], col=ia[1], value=va, sparse_sizes=(n, n))
         b = ts.SparseTensor(row=ib[0], col=ib[1], value=vb, sparse_sizes=(n, n))
-        row, col, val = (a @ b).coo()
+        row, col, val = _ts_product(a, b).coo()
         dtype = torch.promote_types(va.dtype, vb.dtype)
         if val is None:
             val = torch.ones(row.numel(), dtype=dtype, device=row.device)
@@ -483,7 +492,7 @@ def spspmm(
     with torch.no_grad():
         a = ts.SparseTensor(row=ia[0], col=ia[1], sparse_sizes=(n, n))
         b = ts.SparseTensor(row=ib[0], col=ib[1], sparse_sizes=(n, n))
-        row, col, _ = (a @ b).coo()
+        row, col, _ = _ts_product(a, b).coo()
         index = torch.unique(row * n + col, sorted=True)
         index = torch.stack([index // max(n, 1), index % max(n, 1)])
     value = sampled_product(ia, wa, ib, wb, index, n, backend=name)

@@ -1,0 +1,207 @@
+"""Reference models (MLP, GCN, GAT, GIN, ChebNet, PPGN, GNNML1, GNNML3) and their registry.
+
+``build_model(name, in_dim, out_dim, config=..., task=...)`` builds one; ``config`` is a named
+configuration (``"iso"``: the paper's isomorphism tests, 3 layers, sum readout and a linear
+layer; ``"count"``: substructure counting, 4 layers, sum readout and two linear layers — both
+around 30K parameters like every model in the paper), a mapping of fields overriding the
+default configuration, or a config object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from matlang.errors import MatlangError
+from runtime.models.base import GraphModel, ModelConfig, Task
+from runtime.models.chebnet import ChebNet, ChebNetConfig
+from runtime.models.gat import GAT, GATConfig
+from runtime.models.gcn import GCN
+from runtime.models.gin import GIN, GINConfig
+from runtime.models.gnnml1 import GNNML1
+from runtime.models.gnnml3 import GNNML3, GNNML3Config
+from runtime.models.mlp import MLP
+from runtime.models.ppgn import PPGN
+from runtime.preprocess import PreprocessCache
+
+#: The named configuration used when none is given.
+DEFAULT_CONFIG = "count"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model class, its configuration class, and its named configurations."""
+
+    name: str
+    model: type[GraphModel]
+    summary: str
+    configs: Mapping[str, ModelConfig] = field(default_factory=dict)
+
+    @property
+    def config_class(self) -> type[ModelConfig]:
+        return self.model.config_class
+
+
+def _iso(cls: type[ModelConfig], **kw: Any) -> ModelConfig:
+    return cls(layers=3, readout=("sum",), head=(), **kw)
+
+
+def _count(cls: type[ModelConfig], **kw: Any) -> ModelConfig:
+    return cls(layers=4, readout=("sum",), head=(32,), **kw)
+
+
+#: Every reference model, by name.
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            "mlp",
+            MLP,
+            "graph-agnostic MLP on node features",
+            {"iso": _iso(ModelConfig, hidden=120), "count": _count(ModelConfig, hidden=94)},
+        ),
+        ModelSpec(
+            "gcn",
+            GCN,
+            "GCN, C = (D+I)^-1/2 (A+I) (D+I)^-1/2",
+            {"iso": _iso(ModelConfig, hidden=120), "count": _count(ModelConfig, hidden=94)},
+        ),
+        ModelSpec(
+            "gat",
+            GAT,
+            "GAT, attention supports, heads concatenated",
+            {
+                "iso": _iso(GATConfig, hidden=120, heads=8),
+                "count": _count(GATConfig, hidden=92, heads=4),
+            },
+        ),
+        ModelSpec(
+            "gin",
+            GIN,
+            "GIN-eps, C = A + (1+eps) I then an MLP",
+            {"iso": _iso(GINConfig, hidden=76), "count": _count(GINConfig, hidden=62)},
+        ),
+        ModelSpec(
+            "chebnet",
+            ChebNet,
+            "ChebNet, K Chebyshev supports, per-graph lambda_max",
+            {
+                "iso": _iso(ChebNetConfig, hidden=54, K=5),
+                "count": _count(ChebNetConfig, hidden=44, K=5),
+            },
+        ),
+        ModelSpec(
+            "ppgn",
+            PPGN,
+            "PPGN (3-WL), dense n x n, padded batches",
+            {"iso": _iso(ModelConfig, hidden=56), "count": _count(ModelConfig, hidden=38)},
+        ),
+        ModelSpec(
+            "gnnml1",
+            GNNML1,
+            "GNNML1 (Eq. 3), as powerful as 1-WL",
+            {"iso": _iso(ModelConfig, hidden=60), "count": _count(ModelConfig, hidden=48)},
+        ),
+        ModelSpec(
+            "gnnml3",
+            GNNML3,
+            "GNNML3 (Eq. 6-8), spectral supports on M = A + I",
+            {
+                "iso": _iso(GNNML3Config, hidden=30, product_channels=30),
+                "count": _count(
+                    GNNML3Config,
+                    hidden=17,
+                    product_channels=17,
+                    basis="adjacency",  # the paper's choice for substructure counting
+                    num_bands=10,
+                ),
+            },
+        ),
+    )
+}
+
+
+def model_names() -> list[str]:
+    return list(MODELS)
+
+
+def get_spec(name: str) -> ModelSpec:
+    key = name.lower()
+    if key not in MODELS:
+        raise MatlangError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    return MODELS[key]
+
+
+def resolve_config(
+    name: str, config: str | Mapping[str, Any] | ModelConfig | None = None
+) -> ModelConfig:
+    """The configuration object meant by ``config`` for model ``name``.
+
+    ``None``: the :data:`DEFAULT_CONFIG` named configuration; a string: a named configuration;
+    a mapping: fields replaced in the default named configuration; a config object: itself.
+    """
+    spec = get_spec(name)
+    if config is None:
+        return spec.configs[DEFAULT_CONFIG]
+    if isinstance(config, str):
+        if config not in spec.configs:
+            raise MatlangError(
+                f"model {spec.name!r} has no configuration {config!r}; "
+                f"known: {', '.join(spec.configs)}"
+            )
+        return spec.configs[config]
+    if isinstance(config, ModelConfig):
+        if not isinstance(config, spec.config_class):
+            raise MatlangError(
+                f"model {spec.name!r} needs a {spec.config_class.__name__}, "
+                f"got {type(config).__name__}"
+            )
+        return config
+    base = spec.configs[DEFAULT_CONFIG]
+    known = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise MatlangError(
+            f"model {spec.name!r} has no option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    return dataclasses.replace(base, **values)
+
+
+def build_model(
+    name: str,
+    in_dim: int,
+    out_dim: int,
+    config: str | Mapping[str, Any] | ModelConfig | None = None,
+    task: Task = "graph",
+    backend: str | None = None,
+    cache: PreprocessCache | None = None,
+) -> GraphModel:
+    """A reference model by name (see :data:`MODELS`) with a resolved configuration."""
+    spec = get_spec(name)
+    cfg = resolve_config(name, config)
+    return spec.model(in_dim, out_dim, cfg, task=task, backend=backend, cache=cache)
+
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "GAT",
+    "GCN",
+    "GIN",
+    "GNNML1",
+    "GNNML3",
+    "MLP",
+    "MODELS",
+    "PPGN",
+    "ChebNet",
+    "GraphModel",
+    "ModelConfig",
+    "ModelSpec",
+    "build_model",
+    "get_spec",
+    "model_names",
+    "resolve_config",
+]

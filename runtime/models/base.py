@@ -1,0 +1,225 @@
+"""What every reference model shares: configurations, activations, readouts and the head.
+
+A model turns a batch into node representations (its layers), then either applies the head to
+every node (``task="node"``) or reads each graph out (``sum``/``max``/``mean``, concatenated)
+and applies the head to every graph (``task="graph"``). The head is an MLP with ReLU between
+its layers; ``head=()`` is a single linear layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, ClassVar, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from matlang.errors import GraphError, MatlangError
+from runtime import sparse
+from runtime.batch import Batch, as_batch
+from runtime.preprocess import PreprocessCache
+
+Task = Literal["graph", "node"]
+TASKS: tuple[str, ...] = ("graph", "node")
+READOUTS: tuple[str, ...] = ("sum", "max", "mean")
+
+Activation = str | Callable[[Tensor], Tensor]
+
+
+def glorot(p: Tensor) -> None:
+    """Uniform in ``±sqrt(6 / (fan_in + fan_out))`` over the last two dimensions."""
+    bound = math.sqrt(6.0 / (p.shape[-2] + p.shape[-1]))
+    with torch.no_grad():
+        p.uniform_(-bound, bound)
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+#: Activations by name (``"identity"`` lets a layer compute a sentence exactly).
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "identity": _identity,
+    "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "leaky_relu": F.leaky_relu,
+}
+
+
+def resolve_activation(activation: Activation) -> Callable[[Tensor], Tensor]:
+    """A callable from a name in :data:`ACTIVATIONS` or a callable."""
+    if callable(activation):
+        return activation
+    if activation not in ACTIVATIONS:
+        raise MatlangError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+    return ACTIVATIONS[activation]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Hyperparameters shared by the reference models.
+
+    Args:
+        hidden: width of every layer's output.
+        layers: number of graph layers.
+        readout: graph readouts, concatenated (``"sum"``, ``"max"``, ``"mean"``).
+        head: hidden widths of the MLP head (``()``: one linear layer).
+        dropout: dropout before every graph layer (paper: 0, 0.1 or 0.2).
+    """
+
+    hidden: int = 64
+    layers: int = 4
+    readout: tuple[str, ...] = ("sum",)
+    head: tuple[int, ...] = (32,)
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.layers < 1:
+            raise MatlangError(
+                f"hidden and layers must be positive, got {self.hidden} and {self.layers}"
+            )
+        bad = [r for r in self.readout if r not in READOUTS]
+        if bad or not self.readout:
+            raise MatlangError(
+                f"readout must be a non-empty subset of {', '.join(READOUTS)}, got {self.readout}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise MatlangError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+def readout(
+    h: Tensor,
+    batch: Tensor,
+    num_graphs: int,
+    kinds: Sequence[str] = ("sum",),
+    backend: str | None = None,
+) -> Tensor:
+    r"""Graph readouts of node representations, concatenated.
+
+    .. math::
+        \mathbf{r}_g = \big\Vert_{\rho \in \text{kinds}} \rho_{v \in g}\, \mathbf{h}_v
+
+    Shapes:
+        h: ``(N, C)``; batch: ``(N,)``; out: ``(G, C · len(kinds))``.
+    """
+    outs = []
+    for kind in kinds:
+        if kind == "sum":
+            outs.append(sparse.scatter_sum(h, batch, num_graphs, backend=backend))
+        elif kind == "max":
+            outs.append(sparse.scatter_max(h, batch, num_graphs, backend=backend))
+        elif kind == "mean":
+            outs.append(sparse.scatter_mean(h, batch, num_graphs, backend=backend))
+        else:
+            raise MatlangError(f"unknown readout {kind!r}; known: {', '.join(READOUTS)}")
+    return torch.cat(outs, dim=-1)
+
+
+class MLPHead(nn.Module):
+    """Linear layers ``in → hidden[0] → … → out`` with ReLU (and dropout) between them."""
+
+    def __init__(
+        self, in_dim: int, out_dim: int, hidden: Sequence[int] = (), dropout: float = 0.0
+    ) -> None:
+        super().__init__()
+        dims = [in_dim, *hidden, out_dim]
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
+        self.dropout = dropout
+
+    def forward(self, x: Tensor) -> Tensor:
+        for k, lin in enumerate(self.linears):
+            if k:
+                x = F.dropout(torch.relu(x), self.dropout, self.training)
+            x = lin(x)
+        return x
+
+
+def input_features(batch: Batch, in_dim: int, dtype: torch.dtype) -> Tensor:
+    """The batch's node features (ones, i.e. monochromatic nodes, when it has none)."""
+    if batch.x is None:
+        x = torch.ones(batch.num_nodes, 1, dtype=dtype, device=batch.edge_index.device)
+    else:
+        x = batch.x.reshape(batch.num_nodes, -1).to(dtype)
+    if x.shape[1] != in_dim:
+        raise GraphError(
+            f"the model expects {in_dim} node feature(s) but the batch has {x.shape[1]}"
+            + (" (no features: one constant feature)" if batch.x is None else "")
+        )
+    return x
+
+
+class GraphModel(nn.Module):
+    """Base of the reference models: ``embed`` (the graph layers), then readout and head.
+
+    Subclasses set ``config_class``, build their layers in ``__init__`` (calling
+    ``super().__init__`` first), set ``embed_dim``, call :meth:`build_head`, and implement
+    :meth:`embed`.
+    """
+
+    config_class: ClassVar[type[ModelConfig]] = ModelConfig
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        config: ModelConfig | None = None,
+        task: Task = "graph",
+        backend: str | None = None,
+        cache: PreprocessCache | None = None,
+    ) -> None:
+        super().__init__()
+        if task not in TASKS:
+            raise MatlangError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+        cfg = self.config_class() if config is None else config
+        if not isinstance(cfg, self.config_class):
+            raise MatlangError(
+                f"{type(self).__name__} needs a {self.config_class.__name__}, "
+                f"got {type(cfg).__name__}"
+            )
+        self.in_dim = in_dim
+        self.out_dim = out_dim
+        self.config = cfg
+        self.task: Task = task
+        self.backend = backend
+        #: Preprocessing results (spectra, supports) of the graphs this model has seen.
+        self.cache = PreprocessCache() if cache is None else cache
+        self.embed_dim = cfg.hidden
+
+    def build_head(self, readout_dim: int | None = None) -> None:
+        """The head on ``embed_dim`` per node, or on the readout of each graph."""
+        cfg = self.config
+        if readout_dim is None:
+            readout_dim = self.embed_dim * (1 if self.task == "node" else len(cfg.readout))
+        self.head = MLPHead(readout_dim, self.out_dim, cfg.head, cfg.dropout)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.parameters()).dtype
+
+    def dropout(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.config.dropout, self.training)
+
+    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
+        """Node representations ``(N, embed_dim)``."""
+        raise NotImplementedError
+
+    def graph_representation(self, batch: Batch, h: Tensor) -> Tensor:
+        """The readouts of each graph, ``(G, embed_dim · len(readout))``."""
+        return readout(h, batch.batch, batch.num_graphs, self.config.readout, self.backend)
+
+    def forward(self, data: Any, **inputs: Any) -> Tensor:
+        """``(G, out_dim)`` for ``task="graph"``, ``(N, out_dim)`` for ``task="node"``."""
+        batch = as_batch(data)
+        x = input_features(batch, self.in_dim, self.dtype)
+        h = self.embed(batch, x, **inputs)
+        if self.task == "node":
+            return self.head(h)
+        return self.head(self.graph_representation(batch, h))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)

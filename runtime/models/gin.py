@@ -1,0 +1,103 @@
+"""GIN (Xu et al., 2019) with a trainable ε."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from runtime import sparse
+from runtime.batch import Batch
+from runtime.models.base import GraphModel, ModelConfig, Task
+from runtime.preprocess import PreprocessCache
+
+
+class GINConv(nn.Module):
+    r"""The Graph Isomorphism Network layer, paper Eq. 1 with ``C = A + (1 + ε) I``.
+
+    .. math::
+        H' = \mathrm{MLP}\big((A + (1 + \epsilon) I)\, H\big), \qquad
+        \mathrm{MLP}(Z) = \mathrm{ReLU}(Z W_1 + b_1) W_2 + b_2
+
+    Args:
+        in_channels: input width.
+        out_channels: output width (also the MLP's hidden width).
+        train_eps: learn ``ε`` (GIN-ε) or keep it fixed (GIN-0 with ``eps=0``).
+        eps: initial ``ε``.
+
+    Shapes:
+        x: ``(N, in_channels)``; edge_index: ``(2, E)``; out: ``(N, out_channels)``.
+    """
+
+    def __init__(
+        self, in_channels: int, out_channels: int, train_eps: bool = True, eps: float = 0.0
+    ) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(
+            nn.Linear(in_channels, out_channels), nn.ReLU(), nn.Linear(out_channels, out_channels)
+        )
+        if train_eps:
+            self.eps = nn.Parameter(torch.tensor([eps]))
+        else:
+            self.register_buffer("eps", torch.tensor([eps]))
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_weight: Tensor | None = None,
+        backend: str | None = None,
+    ) -> Tensor:
+        agg = sparse.propagate(edge_index, x, edge_weight, backend=backend)
+        return self.mlp(agg + (1 + self.eps.to(x.dtype)) * x)
+
+
+@dataclass(frozen=True)
+class GINConfig(ModelConfig):
+    """:class:`~runtime.models.base.ModelConfig` plus ``train_eps``."""
+
+    train_eps: bool = True
+
+
+class GIN(GraphModel):
+    r"""GIN layers (each followed by ReLU), then readout and head.
+
+    .. math::
+        H^{(l+1)} = \mathrm{ReLU}\Big(
+            \mathrm{MLP}^{(l)}\big((A + (1+\epsilon^{(l)}) I) H^{(l)}\big)\Big)
+
+    Args:
+        in_dim, out_dim, task, backend: see :class:`~runtime.models.mlp.MLP`.
+        config: a :class:`GINConfig`.
+
+    Shapes:
+        output ``(G, out_dim)`` or ``(N, out_dim)``.
+    """
+
+    config_class = GINConfig
+    config: GINConfig
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        config: GINConfig | None = None,
+        task: Task = "graph",
+        backend: str | None = None,
+        cache: PreprocessCache | None = None,
+    ) -> None:
+        super().__init__(in_dim, out_dim, config, task, backend, cache)
+        cfg = self.config
+        dims = [in_dim] + [cfg.hidden] * cfg.layers
+        self.convs = nn.ModuleList(
+            GINConv(a, b, train_eps=cfg.train_eps) for a, b in pairwise(dims)
+        )
+        self.build_head()
+
+    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
+        for conv in self.convs:
+            x = conv(self.dropout(x), batch.edge_index, batch.edge_weight, self.backend).relu()
+        return x

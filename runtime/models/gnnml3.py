@@ -1,0 +1,308 @@
+"""GNNML3 (paper Eq. 6–8, Algorithms 1–2): learned spectral supports on a receptive field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from matlang.errors import GraphError, MatlangError
+from runtime import sparse
+from runtime.batch import Batch
+from runtime.models.base import (
+    Activation,
+    GraphModel,
+    ModelConfig,
+    Task,
+    glorot,
+    resolve_activation,
+)
+from runtime.preprocess import Basis, PreprocessCache, SupportConfig, Supports, batch_supports
+
+
+class GNNML3Conv(nn.Module):
+    r"""The GNNML3 layer of Balcilar et al., "Breaking the Limits of Message Passing Graph
+    Neural Networks" (ICML 2021), Eq. 7–8 (Algorithm 2, one layer).
+
+    .. math::
+        C = M \odot \mathrm{mlp}_4\big(\mathrm{mlp}_1(C') \,\Vert\,
+            \mathrm{mlp}_2(C') \odot \mathrm{mlp}_3(C')\big)
+
+        H^{(l+1)} = \sigma\Big(\sum_s C^{(s)} H^{(l)} W^{(l,s)} + \mathbf 1 b^\top
+            \,\Big\Vert\, \mathrm{mlp}_5(H^{(l)}) \odot \mathrm{mlp}_6(H^{(l)})\Big)
+
+    with ``mlp_1, mlp_2, mlp_3: S → 2S`` (sigmoid), ``mlp_4: 4S → S`` (ReLU), all acting on the
+    support axis of each entry of ``M`` (the supports are edge features on M's edges, so the
+    ``M ⊙`` is implicit), and ``mlp_5, mlp_6: in → P`` single linear layers followed by
+    ``product_activation`` (identity by default, which makes the product term exactly GNNML1's).
+
+    Exposed weights: :attr:`weight` ``(S, in, out)`` is ``W^{(l,s)}``; :attr:`weight5`,
+    :attr:`weight6` ``(in, P)`` and :attr:`bias5`, :attr:`bias6` are ``mlp_5``/``mlp_6``;
+    :attr:`support_mlp1` … :attr:`support_mlp4` are ``mlp_1`` … ``mlp_4`` (``None`` when
+    ``learn_supports=False``: then ``C = C'``, the given supports are used as they are).
+    :meth:`from_weights` builds a layer from explicit tensors.
+
+    Args:
+        in_channels: input width.
+        out_channels: width of the convolution part.
+        num_supports: ``S``, columns of the supports.
+        product_channels: ``P``, width of the product part (default ``out_channels``; 0: none).
+        learn_supports: learn ``C`` from ``C'`` (Eq. 7) or use ``C'`` directly.
+        bias: add ``b`` to the convolution part.
+        product_bias: biases in ``mlp_5`` and ``mlp_6``.
+        activation: ``σ`` (name or callable).
+        product_activation: the activation inside ``mlp_5`` and ``mlp_6``.
+
+    Shapes:
+        x: ``(N, in_channels)``; edge_index: ``(2, E_M)`` the edges of ``M``; support:
+        ``(E_M, S)``; out: ``(N, out_channels + P)``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_supports: int,
+        product_channels: int | None = None,
+        learn_supports: bool = True,
+        bias: bool = True,
+        product_bias: bool = True,
+        activation: Activation = "relu",
+        product_activation: Activation = "identity",
+    ) -> None:
+        super().__init__()
+        s = num_supports
+        p = out_channels if product_channels is None else product_channels
+        if s < 1 or p < 0:
+            raise MatlangError(f"need num_supports ≥ 1 and product_channels ≥ 0, got {s}, {p}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.num_supports, self.product_channels = s, p
+        self.support_mlp1: nn.Linear | None = None
+        self.support_mlp2: nn.Linear | None = None
+        self.support_mlp3: nn.Linear | None = None
+        self.support_mlp4: nn.Linear | None = None
+        if learn_supports:
+            self.support_mlp1 = nn.Linear(s, 2 * s)
+            self.support_mlp2 = nn.Linear(s, 2 * s)
+            self.support_mlp3 = nn.Linear(s, 2 * s)
+            self.support_mlp4 = nn.Linear(4 * s, s)
+        #: ``W^{(l,s)}`` for each support ``s``.
+        self.weight = nn.Parameter(torch.empty(s, in_channels, out_channels))
+        self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
+        self.weight5: nn.Parameter | None = None
+        self.weight6: nn.Parameter | None = None
+        self.bias5: nn.Parameter | None = None
+        self.bias6: nn.Parameter | None = None
+        if p:
+            self.weight5 = nn.Parameter(torch.empty(in_channels, p))
+            self.weight6 = nn.Parameter(torch.empty(in_channels, p))
+            glorot(self.weight5)
+            glorot(self.weight6)
+            if product_bias:
+                self.bias5 = nn.Parameter(torch.zeros(p))
+                self.bias6 = nn.Parameter(torch.zeros(p))
+        glorot(self.weight)
+        self.activation, self.product_activation = activation, product_activation
+        self._act = resolve_activation(activation)
+        self._prod_act = resolve_activation(product_activation)
+
+    @property
+    def learn_supports(self) -> bool:
+        return self.support_mlp1 is not None
+
+    @classmethod
+    def from_weights(
+        cls,
+        weight: Tensor,
+        weight5: Tensor | None = None,
+        weight6: Tensor | None = None,
+        *,
+        bias: Tensor | None = None,
+        bias5: Tensor | None = None,
+        bias6: Tensor | None = None,
+        activation: Activation = "identity",
+        product_activation: Activation = "identity",
+    ) -> GNNML3Conv:
+        """A layer with ``C = C'`` (no support MLPs) holding the given weights (copied).
+
+        ``weight``: ``(S, in, out)``; ``weight5``/``weight6``: ``(in, P)`` or both ``None``.
+        """
+        if weight.dim() != 3:
+            raise MatlangError(f"weight must have shape (S, in, out), got {tuple(weight.shape)}")
+        s, i, o = weight.shape
+        if (weight5 is None) != (weight6 is None):
+            raise MatlangError("give both weight5 and weight6, or neither")
+        p = 0 if weight5 is None else int(weight5.shape[1])
+        for w in (weight5, weight6):
+            if w is not None and tuple(w.shape) != (i, p):
+                raise MatlangError(f"weight5/weight6 must have shape ({i}, {p})")
+        layer = cls(
+            i,
+            o,
+            s,
+            product_channels=p,
+            learn_supports=False,
+            bias=bias is not None,
+            product_bias=bias5 is not None or bias6 is not None,
+            activation=activation,
+            product_activation=product_activation,
+        ).to(weight.dtype)
+        with torch.no_grad():
+            layer.weight.copy_(weight)
+            if layer.bias is not None and bias is not None:
+                layer.bias.copy_(bias)
+            if layer.weight5 is not None and layer.weight6 is not None:
+                assert weight5 is not None and weight6 is not None
+                layer.weight5.copy_(weight5)
+                layer.weight6.copy_(weight6)
+            if layer.bias5 is not None and layer.bias6 is not None:
+                layer.bias5.copy_(torch.zeros(p) if bias5 is None else bias5)
+                layer.bias6.copy_(torch.zeros(p) if bias6 is None else bias6)
+        return layer
+
+    def learned_supports(self, support: Tensor) -> Tensor:
+        """``C`` on the edges of ``M`` from ``C'`` (Eq. 7), ``(E_M, S) → (E_M, S)``."""
+        if not self.learn_supports:
+            return support
+        assert self.support_mlp1 and self.support_mlp2 and self.support_mlp3 and self.support_mlp4
+        a = torch.sigmoid(self.support_mlp1(support))
+        b = torch.sigmoid(self.support_mlp2(support))
+        c = torch.sigmoid(self.support_mlp3(support))
+        return torch.relu(self.support_mlp4(torch.cat([a, b * c], dim=-1)))
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        support: Tensor,
+        backend: str | None = None,
+    ) -> Tensor:
+        if support.dim() != 2 or support.shape[1] != self.num_supports:
+            raise GraphError(
+                f"the layer has {self.num_supports} supports but got edge features of shape "
+                f"{tuple(support.shape)}"
+            )
+        c = self.learned_supports(support.to(x.dtype))
+        conv = x.new_zeros(x.shape[0], self.out_channels)
+        for s in range(self.num_supports):
+            conv = conv + sparse.propagate(
+                edge_index, x @ self.weight[s], c[:, s], num_nodes=x.shape[0], backend=backend
+            )
+        if self.bias is not None:
+            conv = conv + self.bias
+        if self.weight5 is None or self.weight6 is None:
+            return self._act(conv)
+        left, right = x @ self.weight5, x @ self.weight6
+        if self.bias5 is not None and self.bias6 is not None:
+            left, right = left + self.bias5, right + self.bias6
+        prod = self._prod_act(left) * self._prod_act(right)
+        return self._act(torch.cat([conv, prod], dim=-1))
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.in_channels}, {self.out_channels} + {self.product_channels}, "
+            f"supports={self.num_supports}, learn_supports={self.learn_supports}, "
+            f"activation={self.activation!r}"
+        )
+
+
+@dataclass(frozen=True)
+class GNNML3Config(ModelConfig):
+    """:class:`~runtime.models.base.ModelConfig` plus GNNML3's parameters; the layer width is
+    ``hidden + product_channels``. The support fields are those of
+    :class:`~runtime.preprocess.SupportConfig` (paper: normalised Laplacian, b = 5, 3/5/10
+    bands, ``M = A + I``)."""
+
+    product_channels: int = 16
+    learn_supports: bool = True
+    basis: Basis = "normalized_laplacian"
+    num_bands: int = 5
+    bandwidth: float = 5.0
+    receptive_field: int = 1
+    all_pass: bool = True
+    add_mask: bool = False
+    add_adjacency: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.product_channels < 0:
+            raise MatlangError(f"product_channels must be ≥ 0, got {self.product_channels}")
+        _ = self.support_config  # SupportConfig checks the support fields
+
+    @property
+    def support_config(self) -> SupportConfig:
+        return SupportConfig(
+            basis=self.basis,
+            num_bands=self.num_bands,
+            bandwidth=self.bandwidth,
+            receptive_field=self.receptive_field,
+            all_pass=self.all_pass,
+            add_mask=self.add_mask,
+            add_adjacency=self.add_adjacency,
+        )
+
+
+class GNNML3(GraphModel):
+    r"""GNNML3 layers (Eq. 8, ReLU), then readout and head.
+
+    .. math::
+        H^{(l+1)} = \mathrm{ReLU}\Big(\sum_s C^{(l,s)} H^{(l)} W^{(l,s)}
+            \,\Big\Vert\, \mathrm{mlp}_{l,5}(H^{(l)}) \odot \mathrm{mlp}_{l,6}(H^{(l)})\Big)
+
+    The initial supports ``C'`` (Algorithm 1) are computed per graph and cached in
+    ``self.cache``, or given as ``forward(..., supports=...)``.
+
+    Args:
+        in_dim, out_dim, task, backend, cache: see :class:`~runtime.models.mlp.MLP`.
+        config: a :class:`GNNML3Config`.
+
+    Shapes:
+        output ``(G, out_dim)`` or ``(N, out_dim)``.
+    """
+
+    config_class = GNNML3Config
+    config: GNNML3Config
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        config: GNNML3Config | None = None,
+        task: Task = "graph",
+        backend: str | None = None,
+        cache: PreprocessCache | None = None,
+    ) -> None:
+        super().__init__(in_dim, out_dim, config, task, backend, cache)
+        cfg = self.config
+        s = cfg.support_config.num_supports
+        width = cfg.hidden + cfg.product_channels
+        dims = [in_dim] + [width] * cfg.layers
+        self.convs = nn.ModuleList(
+            GNNML3Conv(
+                a,
+                cfg.hidden,
+                s,
+                product_channels=cfg.product_channels,
+                learn_supports=cfg.learn_supports,
+            )
+            for a in dims[:-1]
+        )
+        self.embed_dim = width
+        self.build_head()
+
+    def supports(self, batch: Batch, dtype: torch.dtype | None = None) -> Supports:
+        """The initial supports ``C'`` of every graph of the batch (cached per graph)."""
+        return batch_supports(
+            batch, self.config.support_config, cache=self.cache, dtype=dtype or self.dtype
+        )
+
+    def embed(
+        self, batch: Batch, x: Tensor, supports: Supports | None = None, **inputs: Any
+    ) -> Tensor:
+        sup = self.supports(batch, x.dtype) if supports is None else supports
+        attr = sup.edge_attr.to(x.dtype)
+        for conv in self.convs:
+            x = conv(self.dropout(x), sup.edge_index, attr, self.backend)
+        return x

@@ -1,0 +1,467 @@
+"""Reference models: shapes, the paper's theorems on its graph pairs, training, padding, exact
+GNNML1/GNNML3 layers from given weights, the registry and ``matlang models``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor
+
+from matlang.errors import GraphError, MatlangError
+from runtime import preprocess as pp
+from runtime import sparse
+from runtime.batch import Batch, as_batch
+from runtime.graphs import PAPER_PAIRS, Graph, from_adjacency, named
+from runtime.models import MODELS, build_model, resolve_config
+from runtime.models.base import GraphModel
+from runtime.models.gat import GATConfig
+from runtime.models.gnnml1 import GNNML1Conv
+from runtime.models.gnnml3 import GNNML3Conv
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny kernels: OpenMP threads only add overhead (and stall on a busy 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+ALL = list(MODELS)
+SEEDS = (0, 1, 2)
+#: Float64 rounding leaves gaps below 1e-14 between equivalent graphs; the separated pairs of
+#: the paper's theorems differ by more than 1e-8 (relative) at every seed we tried.
+SAME, APART = 1e-11, 1e-9
+
+
+def small(
+    name: str, in_dim: int = 1, out_dim: int = 4, task: str = "graph", **over: object
+) -> GraphModel:
+    """A narrow float64 model (the theorems do not depend on width)."""
+    cfg: dict[str, object] = {"hidden": 8, "layers": 3}
+    if name == "gnnml3":
+        cfg["product_channels"] = 8
+    cfg.update(over)
+    return build_model(name, in_dim, out_dim, cfg, task=task).double()  # type: ignore[arg-type]
+
+
+def pair_outputs(model: GraphModel, a: Graph, b: Graph, **inputs: object) -> tuple[Tensor, Tensor]:
+    with torch.no_grad():
+        out = model(as_batch([a, b]), **inputs)
+    return out[0], out[1]
+
+
+def relative_gap(u: Tensor, v: Tensor) -> float:
+    scale = max(float(u.abs().sum()), float(v.abs().sum()), 1e-300)
+    return float((u - v).abs().sum()) / scale
+
+
+def two_triangles() -> Graph:
+    t = np.ones((3, 3), dtype=int) - np.eye(3, dtype=int)
+    a = np.zeros((6, 6), dtype=int)
+    a[:3, :3] = a[3:, 3:] = t
+    return from_adjacency(a, name="2xC3")
+
+
+# --------------------------------------------------------------------------- shapes & inputs
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_graph_and_node_outputs(name: str) -> None:
+    graphs = [named("decalin"), named("cycle5"), named("star3")]
+    torch.manual_seed(0)
+    g = build_model(name, 1, 3, "iso")
+    out = g(graphs)
+    assert out.shape == (3, 3) and out.dtype == torch.float32
+    assert torch.isfinite(out).all()
+    nd = build_model(name, 1, 2, "count", task="node")
+    assert nd(graphs).shape == (10 + 5 + 4, 2)
+
+
+def test_models_accept_every_batch_form() -> None:
+    torch.manual_seed(0)
+    model = small("gnnml1")
+    g = named("petersen")
+    ref = model([g])
+    ei = torch.from_numpy(g.edge_index)
+    pyg_like = SimpleNamespace(edge_index=ei, num_nodes=10, x=None, batch=None)
+    for form in (g, [g], as_batch([g]), pyg_like, "petersen"):
+        torch.testing.assert_close(model(form), ref)
+
+
+def test_node_features_are_used_and_checked() -> None:
+    rng = np.random.default_rng(0)
+    g = Graph(named("cycle6").adjacency, "c6", rng.normal(size=(6, 3)))
+    model = small("gin", in_dim=3)
+    assert model([g]).shape == (1, 4)
+    with pytest.raises(GraphError, match="expects 3 node feature"):
+        model([named("cycle6")])
+
+
+# --------------------------------------------------------------------------- theorems
+
+
+@pytest.mark.parametrize("pair", list(PAPER_PAIRS))
+@pytest.mark.parametrize("name", ["gnnml1", "gin", "gcn", "gat", "mlp"])
+def test_1wl_models_never_separate_1wl_equivalent_pairs(name: str, pair: str) -> None:
+    # Theorems 1 and 6: GIN and GNNML1 are at most as powerful as 1-WL; all three pairs are
+    # 1-WL-equivalent, so no weights can separate them.
+    a, b = (named(n) for n in PAPER_PAIRS[pair])
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        gap = relative_gap(*pair_outputs(small(name), a, b))
+        assert gap < SAME, f"{name} separated {pair} (seed {seed}): {gap:.2e}"
+
+
+def test_chebnet_separates_decalin_and_bicyclopentyl() -> None:
+    # Theorem 2: their normalised Laplacians' λmax differ (2.0 vs 1.8418)
+    a, b = named("decalin"), named("bicyclopentyl")
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        model = small("chebnet")
+        assert relative_gap(*pair_outputs(model, a, b)) > APART
+        # with one fixed λmax for every graph it is back to 1-WL
+        fixed = torch.tensor([2.0, 2.0], dtype=torch.float64)
+        assert relative_gap(*pair_outputs(model, a, b, lambda_max=fixed)) < SAME
+
+
+def test_chebnet_shift_separates_regular_graphs_of_different_lambda_max() -> None:
+    # Appendix after Theorem 2: L1 = 0 on regular graphs, so plain ChebNet cannot use λmax;
+    # L + εI can. C6 (λmax 2) and two triangles (λmax 1.5) are both 2-regular on 6 nodes.
+    a, b = named("cycle6"), two_triangles()
+    torch.manual_seed(0)
+    plain = small("chebnet")
+    assert relative_gap(*pair_outputs(plain, a, b)) < SAME
+    torch.manual_seed(0)
+    shifted = build_model("chebnet", 1, 4, {"hidden": 8, "layers": 3, "shift": 0.01}).double()
+    assert relative_gap(*pair_outputs(shifted, a, b)) > APART
+
+
+def test_chebnet_uses_each_graphs_lambda_max() -> None:
+    graphs = [named("decalin"), named("bicyclopentyl"), named("petersen")]
+    model = small("chebnet")
+    lam = model.lambda_max(as_batch(graphs))  # type: ignore[operator]
+    want = [pp.lambda_max(g) for g in graphs]
+    torch.testing.assert_close(lam, torch.tensor(want, dtype=torch.float64))
+    assert len(model.cache) == 3
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("gnnml3", {"basis": "adjacency", "num_bands": 10}),
+        ("gnnml3", {"basis": "normalized_laplacian", "num_bands": 5}),
+        ("ppgn", {}),
+    ],
+    ids=["gnnml3-adjacency", "gnnml3-laplacian", "ppgn"],
+)
+def test_3wl_models_separate_what_1wl_cannot_but_not_strongly_regular_graphs(
+    name: str, options: dict[str, object]
+) -> None:
+    # GNNML3 and PPGN reach L3: they separate the 1-WL pair and the cospectral (L2) pair, but
+    # not the 4x4 rook's graph and the Shrikhande graph (3-WL-equivalent, Appendix).
+    pairs = {p: tuple(named(n) for n in PAPER_PAIRS[p]) for p in PAPER_PAIRS}
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        model = small(name, **options)
+        assert relative_gap(*pair_outputs(model, *pairs["1-wl"])) > APART
+        assert relative_gap(*pair_outputs(model, *pairs["l2"])) > APART
+        assert relative_gap(*pair_outputs(model, *pairs["3-wl"])) < SAME
+
+
+# --------------------------------------------------------------------------- batching
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_graphs_output_does_not_depend_on_its_batch(name: str) -> None:
+    torch.manual_seed(0)
+    model = small(name, task="graph")
+    node_model = small(name, task="node")
+    g = named("bicyclopentyl")
+    others = [named("petersen"), named("cycle3"), named("rook4x4")]
+    with torch.no_grad():
+        alone = model([g])[0]
+        inside = model([others[0], g, *others[1:]])[1]
+        alone_nodes = node_model([g])
+        inside_nodes = node_model([others[0], g, *others[1:]])[10:20]
+    torch.testing.assert_close(inside, alone, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(inside_nodes, alone_nodes, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("readout", [("sum",), ("sum", "max"), ("mean",)])
+def test_ppgn_padding_never_changes_a_result(readout: tuple[str, ...]) -> None:
+    torch.manual_seed(3)
+    cfg = {"hidden": 8, "layers": 3, "readout": readout}
+    model = build_model("ppgn", 1, 4, cfg).double()
+    small_graphs = [named("path3"), named("cycle4"), named("K1")]
+    big = [named("rook4x4"), named("petersen")]
+    with torch.no_grad():
+        for g in small_graphs:
+            alone = model([g])[0]
+            padded = model([big[0], g, big[1]])[1]
+            torch.testing.assert_close(padded, alone, rtol=1e-12, atol=1e-12)
+
+
+def test_ppgn_dense_batch_masks() -> None:
+    from runtime.models.ppgn import dense_batch
+
+    b = as_batch([named("path3"), named("cycle5")])
+    h, valid, diagonal = dense_batch(b, torch.ones(8, 1, dtype=torch.float64))
+    assert h.shape == (2, 5, 5, 2)
+    assert int(valid[0].sum()) == 9 and int(valid[1].sum()) == 25
+    assert int(diagonal[0].sum()) == 3
+    assert float(h[0, :, :, 0].sum()) == 4.0 and float(h[0, 3:, :, :].abs().sum()) == 0.0
+
+
+# --------------------------------------------------------------------------- training
+
+
+def toy_batch(task: str) -> tuple[Batch, Tensor]:
+    graphs = [named(n) for n in ("cycle4", "cycle6", "path4", "path6", "star3", "star5", "K4")]
+    graphs += [named("decalin"), named("cospectral_G")]
+    b = as_batch(graphs)
+    deg = torch.zeros(b.num_nodes).index_add_(0, b.edge_index[0], torch.ones(b.num_edges))
+    if task == "node":
+        return b, (deg / 4)[:, None]
+    tri = torch.tensor(
+        [float(np.trace(np.linalg.matrix_power(g.adjacency, 3))) / 6 for g in graphs]
+    )
+    return b, torch.stack([tri / 4, torch.tensor([g.num_edges / 20 for g in graphs])], 1)
+
+
+@pytest.mark.parametrize("task", ["graph", "node"])
+@pytest.mark.parametrize("name", ALL)
+def test_every_model_trains(name: str, task: str) -> None:
+    torch.manual_seed(0)
+    batch, y = toy_batch(task)
+    model = build_model(name, 1, y.shape[1], "iso", task=task)  # type: ignore[arg-type]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(15):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(batch), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.9 * losses[0], losses
+    if name in ("gin",):
+        assert all(conv.eps.grad is not None for conv in model.convs)  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- exact layers
+
+
+def test_gnnml1_layers_from_weights_reproduce_a_sentence() -> None:
+    # H1 = [1 | A1]; H2 = A H1[:,1] + H1[:,1] ⊙ H1[:,1] = A²1 + d ⊙ d; 1ᵀ H2 = 2 Σ d²
+    one = torch.tensor
+    l1 = GNNML1Conv.from_weights(
+        one([[1.0, 0.0]]), one([[0.0, 1.0]]), one([[0.0, 0.0]]), one([[0.0, 0.0]])
+    )
+    col = one([[0.0], [1.0]])
+    l2 = GNNML1Conv.from_weights(torch.zeros(2, 1), col, col, col)
+    assert l1.activation == "identity" and l1.bias is None
+    assert [tuple(w.shape) for w in l1.weights] == [(1, 2)] * 4
+    for name in ("decalin", "cospectral_H", "star4"):
+        g = named(name)
+        a = torch.tensor(g.adjacency, dtype=torch.float64)
+        ei = torch.from_numpy(g.edge_index)
+        h = torch.ones(g.num_nodes, 1, dtype=torch.float64)
+        h2 = l2(l1(h.float(), ei), ei).double()
+        d = a.sum(1, keepdim=True)
+        torch.testing.assert_close(h2, a @ d + d * d, rtol=1e-6, atol=1e-5)
+        assert float(h2.detach().sum()) == pytest.approx(2 * float((d**2).sum()))
+
+
+def test_gnnml1_from_weights_checks_shapes() -> None:
+    with pytest.raises(MatlangError, match="shape"):
+        GNNML1Conv.from_weights(
+            torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 3), torch.zeros(2, 2)
+        )
+
+
+def test_gnnml3_layer_from_weights_is_exact() -> None:
+    g = named("cospectral_G")
+    sup = pp.gnnml3_supports(g, pp.SupportConfig(num_bands=0, add_adjacency=True))
+    assert sup.names == ("all_pass", "adjacency")
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)
+    w5 = torch.randn(3, 2, generator=gen, dtype=torch.float64)
+    w6 = torch.randn(3, 2, generator=gen, dtype=torch.float64)
+    layer = GNNML3Conv.from_weights(w, w5, w6)
+    assert not layer.learn_supports and layer.weight.dtype == torch.float64
+    x = torch.randn(10, 3, generator=gen, dtype=torch.float64)
+    out = layer(x, sup.edge_index, sup.edge_attr)
+    a = torch.tensor(g.adjacency, dtype=torch.float64)
+    want = torch.cat([x @ w[0] + a @ x @ w[1], (x @ w5) * (x @ w6)], 1)
+    torch.testing.assert_close(out, want)
+    with pytest.raises(GraphError, match="supports"):
+        layer(x, sup.edge_index, sup.edge_attr[:, :1])
+
+
+def test_gnnml3_support_mlps_have_the_papers_shapes() -> None:
+    s = 6
+    layer = GNNML3Conv(3, 5, s)
+    for mlp in (layer.support_mlp1, layer.support_mlp2, layer.support_mlp3):
+        assert mlp is not None and (mlp.in_features, mlp.out_features) == (s, 2 * s)
+    assert layer.support_mlp4 is not None
+    assert (layer.support_mlp4.in_features, layer.support_mlp4.out_features) == (4 * s, s)
+    c = layer.learned_supports(torch.rand(7, s))
+    assert c.shape == (7, s) and bool((c >= 0).all())  # ReLU output
+
+
+def test_gnnml3_takes_precomputed_supports() -> None:
+    torch.manual_seed(0)
+    model = small("gnnml3")
+    graphs = [named("decalin"), named("cycle5")]
+    b = as_batch(graphs)
+    sup = pp.batch_supports(b, model.config.support_config, dtype=torch.float64)  # type: ignore[attr-defined]
+    with torch.no_grad():
+        torch.testing.assert_close(model(b, supports=sup), model(b))
+    assert model.cache.misses == 2
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@pytest.mark.skipif(
+    "torch_sparse" not in sparse.available_backends(),
+    reason="torch_sparse does not import here (CI installs it)",
+)
+@pytest.mark.parametrize("name", ALL)
+def test_models_agree_across_backends(name: str) -> None:
+    torch.manual_seed(0)
+    model = small(name)
+    graphs = [named("decalin"), named("petersen"), named("star3")]
+    with torch.no_grad():
+        model.backend = "torch"
+        ref = model(graphs)
+        model.backend = "torch_sparse"
+        torch.testing.assert_close(model(graphs), ref, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- registry & CLI
+
+
+def test_named_configurations_are_about_30k_parameters() -> None:
+    for name, spec in MODELS.items():
+        assert set(spec.configs) == {"iso", "count"}
+        for cfg in spec.configs:
+            n = build_model(name, 1, 1, cfg).num_parameters()
+            assert 25_000 <= n <= 35_000, f"{name}/{cfg}: {n}"
+        assert spec.configs["iso"].layers == 3 and spec.configs["count"].layers == 4
+
+
+def test_build_model_configurations_and_errors() -> None:
+    m = build_model("gin", 2, 3, {"hidden": 8, "layers": 2})
+    assert m.config.hidden == 8 and m.config.layers == 2 and m.config.head == (32,)
+    assert resolve_config("gat", "iso") == MODELS["gat"].configs["iso"]
+    assert isinstance(build_model("GAT", 1, 1, GATConfig(hidden=8, heads=2)), GraphModel)
+    with pytest.raises(MatlangError, match="unknown model"):
+        build_model("gcnn", 1, 1)
+    with pytest.raises(MatlangError, match="no configuration"):
+        build_model("gcn", 1, 1, "huge")
+    with pytest.raises(MatlangError, match="no option"):
+        build_model("gcn", 1, 1, {"K": 3})
+    with pytest.raises(MatlangError, match="needs a GATConfig"):
+        build_model("gat", 1, 1, resolve_config("gcn"))
+    with pytest.raises(MatlangError, match="unknown task"):
+        build_model("gcn", 1, 1, task="edge")  # type: ignore[arg-type]
+    with pytest.raises(MatlangError, match="multiple of heads"):
+        build_model("gat", 1, 1, {"hidden": 10, "heads": 4})
+    with pytest.raises(MatlangError, match="readout"):
+        build_model("gcn", 1, 1, {"readout": ("median",)})
+
+
+def _models_command(argv: list[str]) -> str:
+    """Run ``matlang models ARGV`` through this module's own parser; return its stdout."""
+    from runtime import cli_models
+
+    parser = argparse.ArgumentParser(prog="matlang")
+    cli_models.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["models", *argv])
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert args.func(args) == 0
+    return buf.getvalue()
+
+
+def test_matlang_models_command() -> None:
+    from matlang.cli import COMMAND_MODULES
+
+    assert "runtime.cli_models" in COMMAND_MODULES
+    rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
+    assert {(r["model"], r["config"]) for r in rows} == {
+        (m, c) for m in MODELS for c in ("iso", "count")
+    }
+    for r in rows:
+        assert r["parameters"] == build_model(r["model"], 2, 10, r["config"]).num_parameters()
+    text = _models_command(["--config", "iso"])
+    assert "gnnml3" in text and "count" not in text.split("\n", 2)[2]
+    with pytest.raises(MatlangError, match="no configuration named"):
+        _models_command(["--config", "nope"])
+
+
+# --------------------------------------------------------------------------- PyG cross-checks
+
+needs_pyg = pytest.mark.skipif(
+    importlib.util.find_spec("torch_geometric") is None, reason="torch_geometric not installed"
+)
+
+
+@needs_pyg
+def test_layers_match_pytorch_geometric() -> None:
+    import torch_geometric.nn as pyg
+
+    from runtime.models.chebnet import ChebConv, scaled_laplacian
+    from runtime.models.gat import GATConv
+    from runtime.models.gcn import GCNConv
+    from runtime.models.gin import GINConv
+
+    torch.manual_seed(0)
+    graphs = [named("decalin"), named("bicyclopentyl")]
+    b = as_batch(graphs)
+    ei = b.edge_index
+    x = torch.randn(b.num_nodes, 3, dtype=torch.float64)
+
+    ours_gcn, theirs_gcn = GCNConv(3, 4).double(), pyg.GCNConv(3, 4).double()
+    with torch.no_grad():
+        theirs_gcn.lin.weight.copy_(ours_gcn.weight.T)
+        theirs_gcn.bias.copy_(torch.randn(4))
+        ours_gcn.bias.copy_(theirs_gcn.bias)
+    torch.testing.assert_close(ours_gcn(x, ei), theirs_gcn(x, ei))
+
+    ours_gin = GINConv(3, 4).double()
+    theirs_gin = pyg.GINConv(ours_gin.mlp, train_eps=True).double()
+    with torch.no_grad():
+        ours_gin.eps.fill_(0.3)
+        theirs_gin.eps.fill_(0.3)
+    torch.testing.assert_close(ours_gin(x, ei), theirs_gin(x, ei))
+
+    ours_cheb, theirs_cheb = ChebConv(3, 4, K=3).double(), pyg.ChebConv(3, 4, K=3).double()
+    with torch.no_grad():
+        for k, lin in enumerate(theirs_cheb.lins):
+            lin.weight.copy_(ours_cheb.weight[k].T)
+        theirs_cheb.bias.zero_()
+    lam = pp.batch_lambda_max(b)
+    lei, lw = scaled_laplacian(b, lam)
+    torch.testing.assert_close(
+        ours_cheb(x, lei, lw), theirs_cheb(x, ei, batch=b.batch, lambda_max=lam)
+    )
+
+    ours_gat, theirs_gat = GATConv(3, 4, heads=2).double(), pyg.GATConv(3, 4, heads=2).double()
+    with torch.no_grad():
+        theirs_gat.lin.weight.copy_(ours_gat.weight.T)
+        theirs_gat.att_src.copy_(ours_gat.att_src[None])
+        theirs_gat.att_dst.copy_(ours_gat.att_dst[None])
+        theirs_gat.bias.zero_()
+    torch.testing.assert_close(ours_gat(x, ei), theirs_gat(x, ei))
