@@ -208,7 +208,9 @@ def propagate(
             )
     row, col = ei[0], ei[1]
     h2 = _col(h)
-    if name == "torch_sparse" and (w is None or w.dim() == 1):
+    if h2.shape[1] == 0:  # torch_sparse's kernels die on empty channel axes (SIGFPE)
+        out = h2.new_zeros((n_out, 0))
+    elif name == "torch_sparse" and (w is None or w.dim() == 1):
         adj = _ts().SparseTensor(row=row, col=col, value=w, sparse_sizes=(n_out, int(h.shape[0])))
         out = adj.matmul(h2)
     else:

@@ -145,6 +145,9 @@ def test_propagate_rectangular_and_empty(backend: str, gen: torch.Generator) -> 
     torch.testing.assert_close(out, dense(ei, None, 4, N) @ h)
     empty = sparse.propagate(torch.zeros(2, 0, dtype=torch.long), h, backend=backend)
     assert torch.equal(empty, torch.zeros_like(h))
+    # No channels at all: an (N, 0) signal gives an (rows, 0) result, not a crash.
+    none = sparse.propagate(ei, h[:, :0], num_nodes=4, backend=backend)
+    assert none.shape == (4, 0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
