@@ -1,0 +1,251 @@
+"""The cost model: predicted peak bytes and FLOPs of a plan, per graph.
+
+Sizes, for one graph with ``n`` nodes and ``E`` directed edges (``2·|edges|``):
+
+* a node value holds ``n`` numbers, a graph scalar 1, an edge value ``|S|`` numbers for its mask
+  ``S``, and a mask ``|S|`` entries of two int64 indices (16 bytes);
+* mask sizes are exact when a graph is given (:func:`mask_sizes`, from the graph's structure) and
+  otherwise estimated from ``n`` and ``E``: ``|E|``, ``|I| = n``, ``|J| = n²``,
+  ``|S∘T| ≈ |S|·|T|/n`` (the average-degree estimate, at most ``n²``), ``|S∪T| ≤ |S| + |T|``;
+* a composition or a sampled product enumerates every path ``i → k → j`` of its two operands:
+  ``paths(S, T) = Σ_k colcount_S(k)·rowcount_T(k)`` (``≈ |S|·|T|/n``), held while it runs.
+
+FLOPs: ``propagate`` 2|S| (one multiply-add per entry), ``sampled`` 2·paths, pointwise ops one
+per number (a function ``f`` costs its sympy operation count per number), readouts and row sums
+one per summand. Index work (composition, union, look-up, gathers) moves memory but is not
+counted as FLOPs. Peak bytes: the largest sum, over the steps, of the registers alive at that step
+(the interpreter frees a register after its last use) plus that step's temporaries, plus the
+batch itself (the edge index and the node-to-graph vector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sps
+import sympy as sp
+
+from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan
+
+N, E = sp.symbols("n E", positive=True)
+
+_INDEX_BYTES = 16  # one mask entry: two int64 indices
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Predicted peak bytes and FLOPs of one forward pass on one graph."""
+
+    peak_bytes: Any
+    flops: Any
+    mask_entries: dict[int, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "predicted_bytes": _plain(self.peak_bytes),
+            "predicted_flops": _plain(self.flops),
+            "mask_entries": {str(k): _plain(v) for k, v in self.mask_entries.items()},
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, sp.Basic):
+        return str(v)
+    return int(v)
+
+
+# --------------------------------------------------------------------------- exact mask sizes
+
+
+def mask_sizes(plan: Plan, adjacency: Any) -> tuple[dict[int, int], dict[int, int]]:
+    """Exact entries of every mask register of ``plan`` on one graph, and the number of paths
+    each ``compose``/``sampled`` step enumerates. ``adjacency`` is an n×n array (or a Graph)."""
+    a = np.asarray(getattr(adjacency, "adjacency", adjacency))
+    n = a.shape[0]
+    pattern = sps.csr_matrix((a != 0).astype(np.int64))
+    masks: dict[int, sps.csr_matrix] = {}
+    paths: dict[int, int] = {}
+    for k, s in enumerate(plan.steps):
+        if s.kind == MASK:
+            if s.op == "edges":
+                m = pattern
+            elif s.op == "identity":
+                m = sps.identity(n, dtype=np.int64, format="csr")
+            elif s.op == "empty":
+                m = sps.csr_matrix((n, n), dtype=np.int64)
+            elif s.op == "full":
+                m = sps.csr_matrix(np.ones((n, n), dtype=np.int64))
+            elif s.op == "compose":
+                prod = masks[s.args[0]] @ masks[s.args[1]]
+                paths[k] = int(prod.sum())
+                m = (prod != 0).astype(np.int64)
+            elif s.op == "union":
+                m = ((masks[s.args[0]] + masks[s.args[1]]) != 0).astype(np.int64)
+            elif s.op == "flip":
+                m = masks[s.args[0]].T.tocsr()
+            else:  # pragma: no cover - every mask op is above
+                raise ValueError(s.op)
+            masks[k] = sps.csr_matrix(m)
+        elif s.op == "sampled":
+            left = masks[plan.steps[s.args[0]].mask or 0]
+            right = masks[plan.steps[s.args[1]].mask or 0]
+            # Σ_k colcount_L(k) · rowcount_R(k)
+            cols = np.asarray(left.sum(axis=0)).reshape(-1)
+            rows = np.asarray(right.sum(axis=1)).reshape(-1)
+            paths[k] = int(cols @ rows)
+    return {k: int(m.nnz) for k, m in masks.items()}, paths
+
+
+def estimated_sizes(plan: Plan) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Mask entries and path counts as sympy expressions in ``n`` and ``E``."""
+    sizes: dict[int, Any] = {}
+    paths: dict[int, Any] = {}
+    for k, s in enumerate(plan.steps):
+        if s.kind == MASK:
+            if s.op == "edges":
+                sizes[k] = E
+            elif s.op == "identity":
+                sizes[k] = N
+            elif s.op == "empty":
+                sizes[k] = sp.Integer(0)
+            elif s.op == "full":
+                sizes[k] = N**2
+            elif s.op == "compose":
+                p = sizes[s.args[0]] * sizes[s.args[1]] / N
+                paths[k] = p
+                sizes[k] = sp.Min(N**2, p)
+            elif s.op == "union":
+                sizes[k] = sp.Min(N**2, sizes[s.args[0]] + sizes[s.args[1]])
+            elif s.op == "flip":
+                sizes[k] = sizes[s.args[0]]
+        elif s.op == "sampled":
+            left = sizes[plan.steps[s.args[0]].mask or 0]
+            right = sizes[plan.steps[s.args[1]].mask or 0]
+            paths[k] = left * right / N
+    return sizes, paths
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def _function_ops(plan: Plan) -> list[int]:
+    return [max(1, int(sp.count_ops(f.formula))) for f in plan.functions]
+
+
+def evaluate_cost(
+    plan: Plan,
+    n: Any,
+    e: Any,
+    sizes: dict[int, Any],
+    paths: dict[int, Any],
+    *,
+    dtype_bytes: int = 4,
+    maximum: Callable[..., Any] = max,
+) -> Cost:
+    """Peak bytes and FLOPs from the node count, the edge count and the mask sizes (numbers or
+    sympy expressions alike)."""
+    fops = _function_ops(plan)
+    steps = plan.steps
+
+    def numbers(k: int) -> Any:
+        s = steps[k]
+        if s.kind == NODE:
+            return n
+        if s.kind == GRAPH:
+            return 1
+        if s.kind == EDGE:
+            assert s.mask is not None
+            return sizes[s.mask]
+        return sizes[k]
+
+    def nbytes(k: int) -> Any:
+        return numbers(k) * (_INDEX_BYTES if steps[k].kind == MASK else dtype_bytes)
+
+    last = plan.last_use()
+    base = e * _INDEX_BYTES + n * 8  # the batch: edge_index and the node-to-graph vector
+    live: Any = 0
+    candidates: list[Any] = [base]
+    flops: Any = 0
+    for k, s in enumerate(steps):
+        temp: Any = 0
+        if s.op == "propagate":
+            m = sizes[s.args[0]]
+            flops += 2 * m
+            temp = m * dtype_bytes  # the messages w_ij h_j
+        elif s.op == "sampled":
+            p = paths[k]
+            flops += 2 * p
+            temp = p * (_INDEX_BYTES + 8 + dtype_bytes)  # rows, cols, term ids and the terms
+        elif s.op == "compose":
+            temp = paths[k] * (_INDEX_BYTES + 8)
+        elif s.op in ("union", "lookup"):
+            temp = numbers(s.args[0]) * 8 + numbers(k) * 8
+        elif s.op in ("add", "sub", "mul", "div", "neg"):
+            flops += numbers(k)
+        elif s.op == "apply":
+            flops += numbers(k) * fops[s.attr("fn")]
+        elif s.op in ("readout", "diagonal"):
+            flops += numbers(s.args[0])
+        elif s.op == "row_sum":
+            flops += numbers(s.args[0])
+        live = live + nbytes(k)
+        candidates.append(base + live + temp)
+        for reg in range(k + 1):
+            if last[reg] == k:
+                live = live - nbytes(reg)
+    return Cost(maximum(*candidates), flops, {k: v for k, v in sizes.items()})
+
+
+def predict(plan: Plan, graph: Any, *, dtype_bytes: int = 4) -> Cost:
+    """The cost of one forward pass on ``graph`` (a Graph or an adjacency), with its exact mask
+    sizes."""
+    a = np.asarray(getattr(graph, "adjacency", graph))
+    n = int(a.shape[0])
+    e = int(np.count_nonzero(a))
+    sizes, paths = mask_sizes(plan, a)
+    return evaluate_cost(plan, n, e, sizes, paths, dtype_bytes=dtype_bytes)
+
+
+def symbolic(plan: Plan, *, dtype_bytes: int = 4) -> Cost:
+    """The cost as sympy expressions in ``n`` (nodes) and ``E`` (directed edges), with the
+    estimated mask sizes."""
+    sizes, paths = estimated_sizes(plan)
+    cost = evaluate_cost(
+        plan, N, E, sizes, paths, dtype_bytes=dtype_bytes, maximum=lambda *xs: sp.Max(*xs)
+    )
+    return Cost(
+        sp.simplify(cost.peak_bytes),
+        sp.expand(cost.flops),
+        {k: sp.simplify(v) for k, v in cost.mask_entries.items()},
+    )
+
+
+def describe(plan: Plan, *, dtype_bytes: int = 4) -> str:
+    """The cost model as text (for ``--explain``): masks, FLOPs and peak bytes per graph."""
+    cost = symbolic(plan, dtype_bytes=dtype_bytes)
+    lines = [f"cost model (per graph; n nodes, E directed edges, {dtype_bytes}-byte numbers):"]
+    for info in plan.masks:
+        lines.append(
+            f"  mask {plan.name(info.register)} = {info.support}: ≈ "
+            f"{cost.mask_entries[info.register]} entries"
+        )
+    lines.append(f"  layers: {plan.layers()}")
+    lines.append(f"  FLOPs ≈ {cost.flops}")
+    lines.append(f"  peak bytes ≈ {cost.peak_bytes}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Cost",
+    "N",
+    "E",
+    "mask_sizes",
+    "estimated_sizes",
+    "evaluate_cost",
+    "predict",
+    "symbolic",
+    "describe",
+]
