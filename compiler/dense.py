@@ -11,8 +11,11 @@ Values are 2-D numpy arrays of one of three kinds:
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,18 @@ from matlang.functions import lower, polynomial_degree
 from runtime.graphs import Graph, as_graph, as_graphs, read_graph6
 
 _SAFE = 2**62
+# Exact values are refused beyond about 300 000 decimal digits (say tr(A^1000000)): the
+# arithmetic would run for hours; float64 (exact=False) answers at once.
+_MAX_EXACT_BITS = 1_000_000
+
+
+@lru_cache(maxsize=512)
+def _lowered(formula: Any, symbols: tuple[Any, ...], exact: bool) -> tuple[Any, int | None]:
+    """The lowering of a formula and its polynomial degree (memoised: sympy is slow and the
+    same function is applied on every graph)."""
+    degree = polynomial_degree(formula, symbols)
+    backend = "exact" if exact and degree is not None else "numpy"
+    return lower(formula, symbols, backend), degree
 
 
 def _maxabs(x: np.ndarray) -> int | float:
@@ -34,27 +49,45 @@ def _maxabs(x: np.ndarray) -> int | float:
 
 
 def _to_object(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        return x
-    out = np.empty(x.shape, dtype=object)
-    out[...] = [[int(v) for v in row] for row in x] if x.ndim == 2 else x.tolist()
-    return out
+    """Exact Python numbers (numpy turns int64 entries into Python ints here)."""
+    return x if x.dtype == object else x.astype(object)
 
 
 def _shrink(x: np.ndarray) -> np.ndarray:
     """Object arrays of Python ints that fit back into int64 become int64 again."""
     if x.dtype != object or x.size == 0:
         return x
-    if all(isinstance(v, int) or (isinstance(v, Fraction) and v.denominator == 1) for v in x.flat):
-        ints = np.array([[int(v) for v in row] for row in x], dtype=object)
+    flat = x.ravel()
+    if all(isinstance(v, int) or (isinstance(v, Fraction) and v.denominator == 1) for v in flat):
+        ints = np.empty(x.shape, dtype=object)
+        ints.ravel()[:] = [int(v) for v in flat]
         if _maxabs(ints) < _SAFE:
             return ints.astype(np.int64)
         return ints
-    return x
+    # a mixed array keeps its Fractions, but whole ones are written as ints (1, not 1/1)
+    out = np.empty(x.shape, dtype=object)
+    out.ravel()[:] = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else v for v in flat]
+    return out
 
 
 def _float(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float64) if x.dtype != np.float64 else x
+    if x.dtype == np.float64:
+        return x
+    try:
+        return x.astype(np.float64)
+    except OverflowError:
+        digits = len(str(abs(int(_maxabs(x)))))
+        raise EvaluationError(
+            f"an exact value with {digits} digits does not fit in float64"
+        ) from None
+
+
+def _bits(x: np.ndarray) -> float:
+    """log2 of the largest magnitude in ``x`` (0 for arrays of zeros and ones)."""
+    m = _maxabs(x)
+    if isinstance(m, Fraction):  # math.log2 would go through float and overflow
+        m = int(m) + 1
+    return math.log2(m) if m > 1 else 0.0
 
 
 def _unify(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -147,6 +180,9 @@ class DenseEvaluator:
         return _shrink(out)
 
     def power(self, m: np.ndarray, k: int) -> np.ndarray:
+        if m.dtype != np.float64 and k > 1:
+            # entries of M^k are at most (n max|M|)^k in magnitude
+            self._check_size((_bits(m) + math.log2(max(m.shape[0], 1))) * k, f"a power ^{k}")
         result = np.eye(m.shape[0], dtype=np.int64)
         if m.dtype == np.float64:
             result = result.astype(np.float64)
@@ -158,6 +194,13 @@ class DenseEvaluator:
             if k:
                 base = self.matmul(base, base)
         return result
+
+    def _check_size(self, bits: float, what: str) -> None:
+        if bits > _MAX_EXACT_BITS:
+            raise EvaluationError(
+                f"{what} would give exact numbers of about {int(bits * math.log10(2))} digits "
+                f"on graph {self.graph.label()}; evaluate with exact=False (--float) instead"
+            )
 
     # -- evaluation ------------------------------------------------------------------------
     def __call__(self, e: ast.Expr) -> np.ndarray:
@@ -186,8 +229,10 @@ class DenseEvaluator:
             v = e.value
             if not self.exact:
                 return np.array([[float(v)]])
-            if v.denominator == 1:
+            if v.denominator == 1 and abs(v) < _SAFE:
                 return np.array([[int(v)]], dtype=np.int64)
+            if v.denominator == 1:  # a literal beyond int64 (1e96) stays a Python int
+                return _shrink(np.array([[int(v)]], dtype=object))
             out = np.empty((1, 1), dtype=object)
             out[0, 0] = v
             return out
@@ -214,9 +259,9 @@ class DenseEvaluator:
         if isinstance(e, ast.Power):
             return self.power(self(e.base), e.exponent)
         if isinstance(e, ast.Diag):
-            v = self(e.operand).reshape(-1)
-            out = np.zeros((n, n), dtype=v.dtype)
-            out[np.arange(n), np.arange(n)] = v
+            entries = self(e.operand).reshape(-1)
+            out = np.zeros((n, n), dtype=entries.dtype)
+            out[np.arange(n), np.arange(n)] = entries
             return out
         if isinstance(e, ast.Trace):
             m = self(e.operand)
@@ -232,29 +277,39 @@ class DenseEvaluator:
 
     def apply(self, e: ast.Apply) -> np.ndarray:
         fn = e.function
-        consts = e.constants
+        # every literal argument is fixed before lowering (binom(x, 3) -> x(x-1)(x-2)/6)
+        consts = {i: a.value for i, a in enumerate(e.args) if isinstance(a, ast.Number)}
         formula = fn.specialize(consts)
-        syms = [s for i, s in enumerate(fn.symbols) if i not in consts]
+        syms = tuple(s for i, s in enumerate(fn.symbols) if i not in consts)
         args = [self(a) for i, a in enumerate(e.args) if i not in consts]
         shape = args[0].shape if args else (1, 1)
         exact = self.exact and all(a.dtype != np.float64 for a in args)
-        if exact and polynomial_degree(formula, syms) is not None:
-            f = lower(formula, syms, "exact")
+        f, degree = _lowered(formula, syms, exact)
+        if exact and degree is not None:
+            self._check_size(
+                max((_bits(a) for a in args), default=0.0) * max(degree, 1), f"{fn.name}(...)"
+            )
             objs = [_to_object(a) for a in args]
-            out = f(*objs) if objs else np.full(shape, f(), dtype=object)
-            out = np.asarray(out, dtype=object).reshape(shape)
-            return _shrink(out)
-        f = lower(formula, syms, "numpy")
+            out = f(*objs) if objs else f()
+            if not isinstance(out, np.ndarray):
+                full = np.empty(shape, dtype=object)
+                full[...] = out
+                out = full
+            return _shrink(np.asarray(out, dtype=object).reshape(shape))
         with np.errstate(all="ignore"):
             fl = [_float(a) for a in args]
             out = np.asarray(f(*fl) if fl else f(), dtype=np.float64)
             out = np.broadcast_to(out, shape).copy()
         if self.nonfinite == "error" and not np.isfinite(out).all():
-            bad = np.argwhere(~np.isfinite(out))[0]
-            vals = ", ".join(str(a[tuple(bad)]) for a in fl)
+            at = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
+            variable = iter(fl)
+            shown = ", ".join(
+                str(e.args[i]) if i in consts else str(next(variable)[at])
+                for i in range(len(e.args))
+            )
             raise EvaluationError(
-                f"{fn.name}({vals}) is {out[tuple(bad)]} at entry {tuple(int(i) for i in bad)} on "
-                f"graph {self.graph.label()} (pass nonfinite='keep' to keep inf/nan)"
+                f"{fn.name}({shown}) is {out[at]} at entry {at} on graph {self.graph.label()} "
+                "(pass nonfinite='keep' to keep inf/nan)"
             )
         return out
 
@@ -275,7 +330,7 @@ def _export(x: np.ndarray, shape: ast.Shape) -> Any:
 
 def _graphs_of(graph: Any) -> tuple[list[Graph], bool]:
     """The graphs to evaluate on and whether the caller gave a single graph."""
-    if isinstance(graph, str) and graph.endswith(".g6"):
+    if isinstance(graph, os.PathLike) or (isinstance(graph, str) and graph.endswith(".g6")):
         return read_graph6(graph), False
     if isinstance(graph, (list, tuple)) or (
         hasattr(graph, "__iter__")
@@ -283,6 +338,7 @@ def _graphs_of(graph: Any) -> tuple[list[Graph], bool]:
         and not hasattr(graph, "nodes")
         and not hasattr(graph, "edge_index")
         and not hasattr(graph, "toarray")
+        and not hasattr(graph, "detach")  # a torch adjacency is one graph
     ):
         return as_graphs(graph), False
     return [as_graph(graph)], True
@@ -304,11 +360,22 @@ def evaluate(
     vectors as 1-D and matrices as 2-D numpy arrays. Declared inputs (``input h``) come from
     ``inputs`` or, in declaration order, from the columns of the graph's node features.
     """
-    from matlang.parser import parse
+    from matlang.parser import parse, parse_program
 
-    e = parse(expr) if isinstance(expr, str) else expr
+    order: Sequence[str] | None = None
+    if isinstance(expr, str):
+        program = parse_program(expr)
+        if len(program) != 1:
+            parse(expr)  # raises the error that says how many sentences there are
+        e = program.sentences[0].expr
+        order = program.inputs
+    else:
+        e = expr
     graphs, single = _graphs_of(graph)
-    values = [evaluate_graph(e, g, exact=exact, inputs=inputs, nonfinite=nonfinite) for g in graphs]
+    values = [
+        evaluate_graph(e, g, exact=exact, inputs=inputs, nonfinite=nonfinite, input_order=order)
+        for g in graphs
+    ]
     return values[0] if single else values
 
 
@@ -319,8 +386,13 @@ def evaluate_graph(
     exact: bool = True,
     inputs: Mapping[str, Any] | None = None,
     nonfinite: str = "error",
+    input_order: Sequence[str] | None = None,
 ) -> Any:
-    names = ast.inputs_of(e)
+    """The value of ``e`` on one graph. Declared inputs missing from ``inputs`` are read from
+    the columns of ``g.x``: in ``input_order`` (a program's declaration order) when given, else
+    in the order of first use in ``e`` (the order :func:`matlang.to_text` declares them)."""
+    used = ast.inputs_of(e)
+    names = [n for n in input_order if n in used] if input_order is not None else used
     given = dict(inputs or {})
     if names and g.x is not None:
         x = np.asarray(g.x).reshape(g.num_nodes, -1)
@@ -328,7 +400,14 @@ def evaluate_graph(
             if name not in given and i < x.shape[1]:
                 given[name] = x[:, i]
     ev = DenseEvaluator(g, exact=exact, inputs=given, nonfinite=nonfinite)
-    return _export(ev(e), e.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = ev(e)
+    if nonfinite == "error" and value.dtype == np.float64 and not np.isfinite(value).all():
+        raise EvaluationError(
+            f"the value on graph {g.label()} is not finite (float64 overflow or 0·inf); "
+            "pass nonfinite='keep' to keep inf/nan"
+        )
+    return _export(value, e.shape)
 
 
 def evaluate_many(

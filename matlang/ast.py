@@ -151,15 +151,14 @@ class Mul(Expr):
         if b.is_scalar:
             return a
         err = _mismatch("product", self.left, self.right, self.span)
-        if a.rows == b.rows and a.cols == b.cols and a.is_vector:
-            err = ShapeError(
-                err.message,
-                self.span,
-                hint=err.hint
-                or "to multiply vectors entrywise use ⊙ (or .*); "
-                "for an inner product transpose the left one",
-            )
-        raise err
+        hint = err.hint
+        if hint is None and a == b:  # two columns or two rows
+            hint = "to multiply vectors entrywise use ⊙ (or .*); for an inner product write vᵀ w"
+        elif hint is None and a == COLUMN:  # column · matrix
+            hint = "to multiply a matrix from the left, transpose the column: vᵀ M"
+        elif hint is None and b == ROW:  # matrix · row
+            hint = "a matrix multiplies a column: M v, not M vᵀ"
+        raise ShapeError(err.message, self.span, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -312,8 +311,16 @@ class Apply(Expr):
         shapes = {a.shape for a in self.args if not isinstance(a, Number)}
         if len(shapes) > 1:
             desc = ", ".join(str(a.shape) for a in self.args)
+            negative = any(isinstance(a, Neg) and isinstance(a.operand, Number) for a in self.args)
             raise ShapeError(
-                f"arguments of {self.function.name} have different shapes ({desc})", self.span
+                f"arguments of {self.function.name} have different shapes ({desc})",
+                self.span,
+                hint=(
+                    "only a number literal broadcasts, and -1 is the negation of one; put the "
+                    "constant in a function, e.g. let f(x) = max(x, -1)"
+                    if negative
+                    else None
+                ),
             )
         return shapes.pop() if shapes else SCALAR
 

@@ -140,7 +140,10 @@ def run_eval(args: argparse.Namespace) -> int:
     graphs = graphs_from_args(args)
     results = []
     for s in program:
-        vals = [evaluate_graph(s.expr, g, exact=not args.float) for g in graphs]
+        vals = [
+            evaluate_graph(s.expr, g, exact=not args.float, input_order=program.inputs)
+            for g in graphs
+        ]
         results.append((s, vals))
     if args.json:
         if len(results) == 1:

@@ -102,6 +102,12 @@ class UnknownNameError(SourceError):
     kind = "name error"
 
 
+class RedefinitionError(SourceError):
+    """A name bound twice, or a built-in name used for a binding, input or function."""
+
+    kind = "name error"
+
+
 class ArityError(SourceError):
     """A function called with the wrong number of arguments."""
 

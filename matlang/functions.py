@@ -7,8 +7,11 @@ into a callable over numpy arrays, torch tensors, or exact Python numbers.
 
 from __future__ import annotations
 
+import ast as pyast
 import math
-from collections.abc import Callable, Sequence
+import re
+import warnings
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -19,6 +22,7 @@ import sympy as sp
 from sympy.parsing.sympy_parser import (
     convert_xor,
     parse_expr,
+    rationalize,
     standard_transformations,
 )
 
@@ -120,6 +124,194 @@ BUILTINS: dict[str, Function] = {
 RESERVED = frozenset({"tr", "diag", "let", "input", "ones", "A", "I", "deg", "L"})
 
 
+#: sympy node types :func:`lower` can compute (anything else is refused when a function is
+#: defined, so evaluation never meets a formula it cannot lower).
+_LOWERABLE: tuple[type, ...] = (
+    sp.Symbol,
+    sp.Add,
+    sp.Mul,
+    sp.Pow,
+    sp.exp,
+    sp.log,
+    sp.tanh,
+    sp.sin,
+    sp.cos,
+    sp.Abs,
+    sp.sign,
+    sp.Max,
+    sp.Min,
+    sp.binomial,
+)
+
+#: Functions a formula may call: the built-ins by their matlang names, and sympy's spellings.
+_FORMULA_CALLS: dict[str, Any] = {
+    **{name: sp.Lambda(tuple(sp.Symbol(p) for p in ps), f) for name, (ps, f) in _BUILTINS.items()},
+    "Abs": sp.Abs,
+    "Max": sp.Max,
+    "Min": sp.Min,
+    "binomial": sp.binomial,
+}
+_FORMULA_CONSTANTS: dict[str, Any] = {"E": sp.E, "pi": sp.pi}
+_MAX_CONSTANT_EXPONENT = 100
+_BINOM_K = "binom(x, k) needs k to be a literal integer k >= 0, as in binom(deg, 3)"
+# What sympy's generated code may reach while it parses a validated formula: nothing else.
+_PARSE_GLOBALS: dict[str, Any] = {
+    "__builtins__": {},
+    "Integer": sp.Integer,
+    "Float": sp.Float,
+    "Rational": sp.Rational,
+    "Symbol": sp.Symbol,
+}
+_FORMULA_HINT = (
+    "a formula may use its parameters, numbers, + - * / ^, E, pi and the built-in functions "
+    "(exp, log, sqrt, binom, relu, ...)"
+)
+
+
+def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
+    """Why :func:`lower` cannot compute ``formula`` (None when it can).
+
+    ``binomial(x, k)`` is only computable for a literal integer ``k >= 0``; with
+    ``call_site=False`` (a definition, before its parameters are known) that is not checked yet.
+    """
+    walk = sp.preorder_traversal(formula)
+    for node in walk:
+        if not node.free_symbols:  # a constant is lowered by its value (nan when undefined)
+            if not call_site and not math.isfinite(constant_value(node)):
+                return "it is undefined (a division by zero, an infinite or a complex constant)"
+            walk.skip()
+            continue
+        if isinstance(node, sp.binomial):
+            k = node.args[1]
+            if call_site and not (k.is_Integer and int(k) >= 0):
+                return _BINOM_K
+            if k.is_Number and abs(k) > _MAX_CONSTANT_EXPONENT:
+                # binom(x, k) expands to a polynomial of degree k
+                return f"binom(x, k) needs k <= {_MAX_CONSTANT_EXPONENT}"
+            continue
+        if node.is_Pow and node.args[1].is_Number and abs(node.args[1]) > _MAX_CONSTANT_EXPONENT:
+            return f"an exponent must be at most {_MAX_CONSTANT_EXPONENT} (got {node.args[1]})"
+        if not isinstance(node, _LOWERABLE):
+            return f"matlang cannot compute {type(node).__name__}"
+    return None
+
+
+def constant_value(c: sp.Expr) -> float:
+    """The float value of a constant formula: ±inf when infinite, nan when undefined (zoo, nan)
+    or not real (sqrt(-1)), as numpy would compute it."""
+    if c in (sp.oo, -sp.oo):
+        return float(c)
+    try:
+        v = complex(sp.N(c))
+    except (TypeError, ValueError):
+        return math.nan
+    return v.real if v.imag == 0 else math.nan
+
+
+def unsupported_call(fn: Function, constants: dict[int, Fraction]) -> str | None:
+    """Why ``fn`` cannot be computed with the literal arguments ``constants`` (None if it can);
+    checked before ``binomial`` with a literal k is expanded."""
+    subs = {fn.symbols[i]: sp.Rational(v.numerator, v.denominator) for i, v in constants.items()}
+    for node in fn.formula.atoms(sp.binomial):
+        # sympy rewrites binomial(x, 5/2) into gammas on substitution: check k first
+        k = node.args[1].subs(subs)
+        if not (k.is_Integer and int(k) >= 0):
+            return _BINOM_K
+    return unsupported(fn.formula.subs(subs) if subs else fn.formula)
+
+
+def _float_value(node: pyast.AST) -> float:
+    """The value of a name-free arithmetic tree in floats (inf when it overflows or is bad)."""
+    try:
+        if isinstance(node, pyast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, pyast.UnaryOp):
+            v = _float_value(node.operand)
+            return -v if isinstance(node.op, pyast.USub) else v
+        if isinstance(node, pyast.BinOp):
+            a, b = _float_value(node.left), _float_value(node.right)
+            op = node.op
+            if isinstance(op, pyast.Add):
+                return a + b
+            if isinstance(op, pyast.Sub):
+                return a - b
+            if isinstance(op, pyast.Mult):
+                return a * b
+            if isinstance(op, pyast.Div):
+                return a / b
+            if isinstance(op, pyast.Pow):
+                return math.pow(a, b)
+    except (ArithmeticError, ValueError):
+        pass
+    return math.inf
+
+
+def _validate_formula_text(
+    name: str, params: Sequence[str], body: str
+) -> tuple[str, str | None] | None:
+    """Why the text of a formula is refused before sympy sees it, with a hint (None when it is
+    fine).
+
+    sympy's ``parse_expr`` evaluates Python code, so only arithmetic, numbers, the parameters
+    and known function names get through: no attributes, strings, lambdas or imports.
+    """
+    try:
+        with warnings.catch_warnings():  # "invalid decimal literal" and the like
+            warnings.simplefilter("ignore")
+            # sympy reads ``^`` as ``**`` (convert_xor); so must the check, for precedence
+            tree = pyast.parse(body.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        return "it is not an arithmetic formula", None
+    names = set(params) | set(_FORMULA_CONSTANTS)
+    ops = (pyast.Add, pyast.Sub, pyast.Mult, pyast.Div, pyast.Pow)
+
+    def constant(node: pyast.AST) -> bool:
+        return not any(isinstance(n, pyast.Name) for n in pyast.walk(node))
+
+    def visit(node: pyast.AST) -> tuple[str, str | None] | None:
+        if isinstance(node, pyast.Expression):
+            return visit(node.body)
+        if isinstance(node, pyast.Constant):
+            ok = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+            return None if ok else (f"{node.value!r} is not a number", None)
+        if isinstance(node, pyast.Name):
+            if node.id in names:
+                return None
+            if node.id in _FORMULA_CALLS:
+                return f"'{node.id}' is a function; call it with parentheses", None
+            return (
+                f"it uses '{node.id}', which is not among its parameters ({', '.join(params)})",
+                f"declare it as a parameter: let {name}({', '.join([*params, node.id])}) = ...",
+            )
+        if isinstance(node, pyast.UnaryOp) and isinstance(node.op, (pyast.UAdd, pyast.USub)):
+            return visit(node.operand)
+        if isinstance(node, pyast.BinOp) and isinstance(node.op, ops):
+            if isinstance(node.op, pyast.Pow) and constant(node.right):
+                # ``9^9^9`` would make sympy compute a number with millions of digits
+                if abs(_float_value(node.right)) > _MAX_CONSTANT_EXPONENT:
+                    return f"a constant exponent must be at most {_MAX_CONSTANT_EXPONENT}", None
+            return visit(node.left) or visit(node.right)
+        if isinstance(node, pyast.Call):
+            func = node.func
+            if not isinstance(func, pyast.Name) or func.id not in _FORMULA_CALLS:
+                what = func.id if isinstance(func, pyast.Name) else pyast.unparse(func)
+                return f"it calls {what}, which is not a function matlang knows", None
+            if node.keywords or any(isinstance(a, pyast.Starred) for a in node.args):
+                return f"{func.id}(...) takes plain arguments only", None
+            arity = len(_BUILTINS[func.id][0]) if func.id in _BUILTINS else None
+            if arity is not None and len(node.args) != arity:
+                plural = "s" if arity != 1 else ""
+                return f"{func.id} takes {arity} argument{plural}, got {len(node.args)}", None
+            for a in node.args:
+                why = visit(a)
+                if why:
+                    return why
+            return None
+        return f"'{pyast.unparse(node)}' is not arithmetic", None
+
+    return visit(tree)
+
+
 def define(
     name: str,
     params: Sequence[str],
@@ -127,31 +319,58 @@ def define(
     *,
     span: Span | None = None,
     source_text: str | None = None,
+    user_functions: Collection[str] = (),
 ) -> Function:
-    """A user function ``name(params) = text``; the formula is parsed by sympy."""
+    """A user function ``name(params) = text``; the formula is parsed by sympy.
+    ``user_functions`` names the functions defined so far (a formula cannot call them).
+
+    The formula may use its parameters, numbers (kept exact: ``0.5`` is 1/2), ``+ - * / ^ **``,
+    ``E``, ``pi`` and calls of the built-in functions (exp, log, binom, relu, ...).
+    """
     if name in RESERVED:
         raise FunctionError(
             f"'{name}' is a built-in operator and cannot be redefined", span, source_text
         )
+    if name in BUILTINS:
+        raise FunctionError(
+            f"'{name}' is a built-in function and cannot be redefined",
+            span,
+            source_text,
+            hint=f"choose another name, e.g. let my_{name}({', '.join(params)}) = ...",
+        )
     if len(set(params)) != len(params):
         raise FunctionError(f"function '{name}' repeats a parameter name", span, source_text)
+    clash = [p for p in params if p in _FORMULA_CALLS or p in _FORMULA_CONSTANTS]
+    if clash:
+        raise FunctionError(
+            f"the parameter '{clash[0]}' of '{name}' has the name of a built-in",
+            span,
+            source_text,
+        )
     syms = {p: sp.Symbol(p) for p in params}
     body = text.strip()
     if not body:
         raise FunctionError(f"function '{name}' has an empty formula", span, source_text)
-    local: dict[str, Any] = {
-        "binom": sp.binomial,
-        "relu": lambda e: sp.Max(0, e),
-        "sigmoid": lambda e: 1 / (1 + sp.exp(-e)),
-        "square": lambda e: e**2,
-        "E": sp.E,
-        **syms,
-    }
+    why = _validate_formula_text(name, params, body)
+    if why is not None:
+        message, hint = why
+        called = re.match(r"it calls (\w+),", message)
+        if called and called.group(1) in user_functions:
+            message = f"it calls the user function {called.group(1)}"
+            hint = "a formula may call built-in functions only; write the formula out in full"
+        raise FunctionError(
+            f"cannot read the formula of '{name}': {message}",
+            span,
+            source_text,
+            hint=hint or _FORMULA_HINT,
+        )
+    local: dict[str, Any] = {**_FORMULA_CALLS, **_FORMULA_CONSTANTS, **syms}
     try:
         formula = parse_expr(
             body,
             local_dict=local,
-            transformations=(*standard_transformations, convert_xor),
+            global_dict=_PARSE_GLOBALS,
+            transformations=(*standard_transformations, convert_xor, rationalize),
             evaluate=True,
         )
     except Exception as e:  # sympy raises many kinds here: all mean "not a formula"
@@ -162,25 +381,9 @@ def define(
         raise FunctionError(
             f"the formula of '{name}' is not an expression: {body!r}", span, source_text
         )
-    from sympy.core.function import AppliedUndef
-
-    undefined = sorted({type(a).__name__ for a in formula.atoms(AppliedUndef)})
-    if undefined:
-        raise FunctionError(
-            f"the formula of '{name}' calls unknown function(s) {', '.join(undefined)}",
-            span,
-            source_text,
-            hint="a formula may use its parameters, numbers and sympy functions (exp, log, ...)",
-        )
-    free = sorted(str(s) for s in formula.free_symbols if str(s) not in syms)
-    if free:
-        raise FunctionError(
-            f"the formula of '{name}' uses {', '.join(repr(f) for f in free)}, which "
-            f"{'is' if len(free) == 1 else 'are'} not among its parameters ({', '.join(params)})",
-            span,
-            source_text,
-            hint=f"declare it as a parameter: let {name}({', '.join([*params, *free])}) = ...",
-        )
+    problem = unsupported(formula, call_site=False)
+    if problem is not None:
+        raise FunctionError(f"the formula of '{name}' cannot be used: {problem}", span, source_text)
     return Function(name, tuple(params), formula, builtin=False, source=body)
 
 
@@ -210,13 +413,13 @@ class _Lowering:
         if self.backend == "exact" and value.is_Rational:
             r = Fraction(int(value.p), int(value.q))
             return r.numerator if r.denominator == 1 else r
-        return float(value)
+        return constant_value(value)
 
     def __call__(self, e: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
         lib = self.lib
         if e.is_Symbol:
             return env[e]
-        if e.is_Number or e in (sp.E, sp.pi):
+        if not e.free_symbols:  # constants fold to their value: log(2), binomial(5, 2), zoo
             return self.const(e)
         args = [self(a, env) for a in e.args]
         if e.is_Add:

@@ -22,13 +22,16 @@ from grammars import GRAMMAR_PATH
 from matlang import ast
 from matlang.errors import (
     ArityError,
+    FunctionError,
     MatlangSyntaxError,
     PowerError,
+    RedefinitionError,
+    ShapeError,
     SourceError,
     Span,
     UnknownNameError,
 )
-from matlang.functions import BUILTINS, RESERVED, Function, define
+from matlang.functions import BUILTINS, RESERVED, Function, define, unsupported_call
 from matlang.shapes import COLUMN, MATRIX
 
 SUPERSCRIPTS = {c: i for i, c in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")}
@@ -68,6 +71,14 @@ def _lark() -> Lark:
         start="program",
         maybe_placeholders=False,
     )
+
+
+def _start(node: Tree | Token) -> int:
+    return (node.start_pos if isinstance(node, Token) else node.meta.start_pos) or 0
+
+
+def _end(node: Tree | Token) -> int:
+    return (node.end_pos if isinstance(node, Token) else node.meta.end_pos) or 0
 
 
 def _span(node: Tree | Token, text: str) -> Span:
@@ -127,9 +138,11 @@ class _Builder:
             raise MatlangSyntaxError(f"unsupported construct {t.data}", self.span(t))
         return method(t, self.span(t))
 
-    def _binary(self, cls: type[ast.Expr], t: Tree, sp: Span) -> ast.Expr:
+    def _binary(self, cls: Any, t: Tree, sp: Span) -> ast.Expr:
+        """``cls(left, right)`` for a two-operand node class (Add, Mul, ...)."""
         left, right = t.children[0], t.children[-1]
-        return cls(self.expr(left), self.expr(right), span=sp)  # type: ignore[call-arg]
+        node: ast.Expr = cls(self.expr(left), self.expr(right), span=sp)
+        return node
 
     def e_add(self, t: Tree, sp: Span) -> ast.Expr:
         return self._binary(ast.Add, t, sp)
@@ -147,13 +160,48 @@ class _Builder:
         return self._binary(ast.Hadamard, t, sp)
 
     def e_div(self, t: Tree, sp: Span) -> ast.Expr:
+        left, op, right = t.children
+        assert isinstance(op, Token)
+        inner = right
+        while isinstance(inner, Tree) and inner.data == "neg":
+            inner = inner.children[-1]
+        opened = "(" in self.text[op.end_pos : _start(inner)]
+        if isinstance(inner, Tree) and inner.data == "juxtapose" and not opened:
+            # ``1/6 tr(A³)`` reads as tr(A³)/6 to some and as 1/(6 tr(A³)) to others; both
+            # are well-shaped, so a guess would be a silently wrong number.
+            first = inner
+            while isinstance(first, Tree) and first.data == "juxtapose":
+                first = first.children[0]
+            num = self.text[_start(left) : op.start_pos].strip()
+            den = self.text[op.end_pos : _end(first)].strip()
+            rest = self.text[_end(first) : _end(right)].strip()
+            raise MatlangSyntaxError(
+                "ambiguous division: a product by juxtaposition follows '/'",
+                sp,
+                hint=f"write ({num} / {den}) {rest} or {num} / ({den} {rest})",
+            )
         return self._binary(ast.Div, t, sp)
 
     def e_neg(self, t: Tree, sp: Span) -> ast.Expr:
         return ast.Neg(self.expr(t.children[-1]), span=sp)
 
     def e_transpose(self, t: Tree, sp: Span) -> ast.Expr:
-        return ast.Transpose(self.expr(t.children[0]), span=sp)
+        operand = t.children[0]
+        if isinstance(operand, Tree) and operand.data == "number":
+            # ``1ᵀ A 1`` is the paper's notation for 𝟏ᵀ A 𝟏, but here 1 is a number and the
+            # sentence would silently be a matrix; a transposed literal is never meant.
+            num = str(operand.children[0])
+            raise ShapeError(
+                f"transpose of the number {num}",
+                sp,
+                hint=(
+                    "the digit 1 is the number one; for the ones vector write `ones` or 𝟏 "
+                    "(onesᵀ A ones)"
+                    if Fraction(num) == 1
+                    else "a number is its own transpose; remove the transpose"
+                ),
+            )
+        return ast.Transpose(self.expr(operand), span=sp)
 
     def e_superpower(self, t: Tree, sp: Span) -> ast.Expr:
         digits = str(t.children[1])
@@ -208,10 +256,11 @@ class _Builder:
         if m is not None:
             return m
         if name in s.functions or name in BUILTINS or name in ("tr", "diag"):
+            spaced = re.match(r"[ \t]+\(", self.text[sp.end :]) is not None
             raise UnknownNameError(
-                f"'{name}' is a function; call it with parentheses, e.g. {name}(A ones)",
+                f"'{name}' is a function and needs its arguments: {name}(...)",
                 sp,
-                hint="a call has no space before '('",
+                hint=f"write {name}( with no space before '('" if spaced else None,
             )
         raise UnknownNameError(f"unknown name '{name}'", sp, hint=self._suggest(name))
 
@@ -242,7 +291,12 @@ class _Builder:
         fn = s.functions.get(name) or BUILTINS.get(name)
         if fn is not None:
             s.used_functions.setdefault(fn.name, fn)
-            return ast.Apply(fn, tuple(args), span=sp)
+            node = ast.Apply(fn, tuple(args), span=sp)
+            literal = {i: a.value for i, a in enumerate(args) if isinstance(a, ast.Number)}
+            why = unsupported_call(fn, literal)
+            if why is not None:
+                raise FunctionError(f"{name}(...) cannot be computed: {why}", sp)
+            return node
         # ``A(B)``: a name against a parenthesis that is not a function is a product.
         if name in s.bindings or name in s.inputs or _macro(name, sp) is not None:
             if len(args) != 1:
@@ -278,10 +332,30 @@ class _Builder:
             name_tok, params, formula = t.children
             name = str(name_tok)
             if name in s.functions:
-                raise SourceError(f"function '{name}' is defined twice", self.span(name_tok))
+                raise RedefinitionError(f"function '{name}' is defined twice", self.span(name_tok))
+            if name in s.bindings or name in s.inputs:
+                raise RedefinitionError(
+                    f"'{name}' is already defined as a value", self.span(name_tok)
+                )
+            if name in RESERVED or name in BUILTINS:
+                what = "function" if name in BUILTINS else "operator"
+                raise RedefinitionError(
+                    f"'{name}' is a built-in {what} and cannot be redefined",
+                    self.span(name_tok),
+                    hint=f"choose another name, e.g. let my_{name}(...) = ...",
+                )
             pnames = [str(p) for p in params.children]
+            for i, p in enumerate(params.children):
+                if str(p) in pnames[:i]:
+                    raise FunctionError(
+                        f"function '{name}' repeats the parameter '{p}'", self.span(p)
+                    )
+            raw = str(formula)
+            lead = len(raw) - len(raw.lstrip())
+            start = _start(formula) + lead
+            fsp = Span.of(self.text, start, start + len(raw.strip()))
             s.functions[name] = define(
-                name, pnames, str(formula), span=self.span(formula), source_text=self.text
+                name, pnames, raw, span=fsp, source_text=self.text, user_functions=s.functions
             )
         elif kind == "inputs":
             for tok in t.children:
@@ -293,21 +367,28 @@ class _Builder:
 
     def _check_free(self, name: str, sp: Span) -> None:
         if name in RESERVED or name in BUILTINS:
-            raise SourceError(f"'{name}' is built in and cannot be rebound", sp)
+            raise RedefinitionError(f"'{name}' is built in and cannot be rebound", sp)
         if name in self.scope.bindings or name in self.scope.inputs:
-            raise SourceError(f"'{name}' is already defined", sp)
+            raise RedefinitionError(f"'{name}' is already defined", sp)
+        if name in self.scope.functions:
+            raise RedefinitionError(f"'{name}' is already defined as a function", sp)
 
 
 # --------------------------------------------------------------------------- syntax errors
 
 
 def _describe_expected(expected: set[str]) -> str:
+    if expected and expected <= {"NAME", "CALL"}:  # after `let`, `input`, or in `f(x, y)`
+        return "a name"
+    if expected and expected <= {"$END", "_SEP"}:
+        return "the end of the sentence"
     parts = []
     if expected & _OPERAND:
         parts.append("an operand")
     if expected & {"PLUS", "MATMUL", "HADAMARD", "DIV"}:
         parts.append("an operator")
-    for term in ("RPAR", "COMMA", "EQUAL", "COLON"):
+    # ':' is only ever possible after a bare name (``name: expr``); listing it misleads.
+    for term in ("RPAR", "COMMA", "EQUAL"):
         if term in expected:
             parts.append(_TERMINALS[term])
     if not parts:
@@ -336,6 +417,8 @@ def _unexpected_text(
         hint = "commas separate the arguments of a function call"
     elif word == "let":
         hint = "a `let` starts its own statement: put it on its own line or after ';'"
+    elif word == ":":
+        hint = "a named sentence is `name: expression`"
     return MatlangSyntaxError(
         f"unexpected {word!r}, expected {_describe_expected(expected)}", sp, text, hint
     )
@@ -348,8 +431,9 @@ def _paren_depth(prefix: str) -> int:
 def _syntax_error(e: UnexpectedInput, text: str) -> MatlangSyntaxError:
     pos = getattr(e, "pos_in_stream", None)
     if isinstance(e, UnexpectedCharacters):
-        ch = text[e.pos_in_stream]
-        sp = Span.of(text, e.pos_in_stream, e.pos_in_stream + 1)
+        at = e.pos_in_stream or 0
+        ch = text[at]
+        sp = Span.of(text, at, at + 1)
         hint = None
         if ch in "[]{}":
             hint = "group with parentheses ( )"
@@ -364,7 +448,8 @@ def _syntax_error(e: UnexpectedInput, text: str) -> MatlangSyntaxError:
         tok = e.token
         expected = set(e.expected)
         history = getattr(e, "token_history", None) or []
-        prev = history[-1].type if history else None
+        # lark puts None in the history when the error is at the first token
+        prev = history[-1].type if history and history[-1] is not None else None
         if tok.type == "FORMULA":  # the catch-all formula terminal swallowed the real token
             return _unexpected_text(text, tok.start_pos or 0, prev, expected)
         if prev == "CARET" or (
@@ -385,10 +470,12 @@ def _syntax_error(e: UnexpectedInput, text: str) -> MatlangSyntaxError:
             start = len(text.rstrip()) if at_end else (tok.start_pos or 0)
             start = max(0, min(start, len(text)))
             sp = Span.of(text, max(0, start - 1), start) if start else Span.of(text, 0, 1)
-            what = "the end of the input" if at_end else "the end of the sentence"
+            what = "end of input" if at_end else "end of sentence"
             hint = None
             if "RPAR" in expected:
                 hint = "a '(' is not closed"
+            elif text[:start].rstrip().endswith(":"):
+                hint = "a named sentence is `name: expression`"
             elif "NUMBER" in expected and "NAME" in expected and "CARET" not in expected:
                 hint = "an operator needs an operand on its right"
             return MatlangSyntaxError(
@@ -440,6 +527,7 @@ def parse_program(
     sentences: list[ast.Sentence] = []
     try:
         for st in tree.children:
+            assert isinstance(st, Tree)  # the grammar wraps every statement
             builder.statement(st, sentences)
     except SourceError as e:
         raise e.located(text) from None
@@ -455,7 +543,7 @@ def parse(text: str, **kwargs: Any) -> ast.Expr:
     """The one sentence of ``text`` (after any ``let``/``input`` statements) as a typed AST."""
     program = parse_program(text, **kwargs)
     if len(program) != 1:
-        what = "no sentence" if not program.sentences else f"{len(program)} sentences"
+        what = "none" if not program.sentences else f"{len(program)}"
         sp = program.sentences[1].span if len(program) > 1 else Span.of(text, 0, max(1, len(text)))
         raise MatlangSyntaxError(
             f"expected exactly one sentence, found {what}",

@@ -63,7 +63,8 @@ class _Text:
             op = ".*" if a else "⊙"
             return f"{self.wrap(e.left, PRODUCT)} {op} {self.wrap(e.right, JUXT)}", PRODUCT
         if isinstance(e, ast.Div):
-            return f"{self.wrap(e.left, PRODUCT)} / {self.wrap(e.right, JUXT)}", PRODUCT
+            # the parser refuses ``a / b c`` as ambiguous, so a product denominator is wrapped
+            return f"{self.wrap(e.left, PRODUCT)} / {self.wrap(e.right, POSTFIX)}", PRODUCT
         if isinstance(e, ast.Mul):
             return f"{self.wrap(e.left, JUXT)} {self.wrap(e.right, POSTFIX)}", JUXT
         if isinstance(e, ast.Transpose):
@@ -150,6 +151,9 @@ def _lx(e: ast.Expr) -> tuple[str, int]:
         return rf"\operatorname{{tr}}\left({_lx(e.operand)[0]}\right)", ATOM
     if isinstance(e, ast.Diag):
         return rf"\operatorname{{diag}}\left({_lx(e.operand)[0]}\right)", ATOM
+    if isinstance(e, ast.Apply) and e.function.builtin and e.function.name == "binom":
+        x, k = (_lx(a)[0] for a in e.args)
+        return rf"\binom{{{x}}}{{{k}}}", ATOM
     if isinstance(e, ast.Apply):
         name = e.function.name
         head = (

@@ -120,9 +120,10 @@ class Batch:
                     u, v = int(ei[0, k]), int(ei[1, k])
                     g = int(self.batch[u])
                     o = int(self.ptr[g])
+                    weight = " of the same weight" if self.edge_weight is not None else ""
                     raise GraphError(
-                        f"edge ({u - o}, {v - o}) has no reverse edge ({v - o}, {u - o}) of the "
-                        "same weight: store both directions of each undirected edge",
+                        f"edge ({u - o}, {v - o}) has no reverse edge ({v - o}, {u - o}){weight}: "
+                        "store both directions of each undirected edge",
                         self.graph_label(g),
                     )
         return self
@@ -190,7 +191,11 @@ def as_batch(obj: Any, *, validate: bool = True) -> Batch:
 
 def _from_pyg(data: Any) -> Batch:
     """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`."""
-    ei = torch.as_tensor(data.edge_index).to(torch.int64)
+    ei = torch.as_tensor(data.edge_index)
+    if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
+        # a cast would silently truncate node ids such as 0.5
+        raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
+    ei = ei.to(torch.int64)
     n = getattr(data, "num_nodes", None)
     if n is None:
         n = int(ei.max()) + 1 if ei.numel() else 0

@@ -88,7 +88,7 @@ def _check(
     if not binary and not allow_weights:
         bad = np.argwhere(~np.isin(a, (0, 1)))[0]
         raise GraphError(
-            f"adjacency must be 0/1, entry ({bad[0]}, {bad[1]}) is {a[bad[0], bad[1]]!r} "
+            f"adjacency must be 0/1, entry ({bad[0]}, {bad[1]}) is {a[bad[0], bad[1]].item()!r} "
             "(pass allow_weights=True for a weighted graph)",
             name,
         )
@@ -100,10 +100,10 @@ def _check(
             f"self-loop at node {i} (pass allow_self_loops=True to keep self-loops)", name
         )
     if not allow_directed and not np.array_equal(a, a.T):
-        i, j = np.argwhere(a != a.T)[0]
+        i, j = (int(v) for v in np.argwhere(a != a.T)[0])
         raise GraphError(
-            f"adjacency is not symmetric: entry ({i}, {j}) is {a[i, j]!r} but ({j}, {i}) is "
-            f"{a[j, i]!r} (pass allow_directed=True for a directed graph)",
+            f"adjacency is not symmetric: entry ({i}, {j}) is {a[i, j].item()!r} but ({j}, {i}) "
+            f"is {a[j, i].item()!r} (pass allow_directed=True for a directed graph)",
             name,
         )
     a = np.array(a, copy=True)
@@ -171,8 +171,16 @@ def from_edge_index(
     a = np.zeros((num_nodes, num_nodes), dtype=w.dtype)
     np.add.at(a, (ei[0], ei[1]), w)
     if edge_weight is None and a.size and a.max() > 1 and not allow_weights:
-        i, j = np.argwhere(a > 1)[0]
+        i, j = (int(v) for v in np.argwhere(a > 1)[0])
         raise GraphError(f"edge ({i}, {j}) appears {a[i, j]} times in edge_index", name)
+    if not allow_directed and not np.array_equal(a, a.T):
+        i, j = (int(v) for v in np.argwhere(a != a.T)[0])
+        if a[j, i] == 0:
+            raise GraphError(
+                f"edge ({i}, {j}) has no reverse edge ({j}, {i}): store both directions of each "
+                "undirected edge (or pass allow_directed=True for a directed graph)",
+                name,
+            )
     return from_adjacency(
         a,
         name=name,
@@ -400,11 +408,14 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
     if _is_networkx(obj):
         nodes = list(obj.nodes())
         index = {v: i for i, v in enumerate(nodes)}
-        a = np.zeros((len(nodes), len(nodes)), dtype=np.int64)
-        for u, v in obj.edges():
-            a[index[u], index[v]] = 1
+        # edge weights are the adjacency entries, so the 0/1 check (allow_weights) applies
+        weights = [w for _, _, w in obj.edges(data="weight", default=1)]
+        dtype = np.int64 if all(float(w).is_integer() for w in weights) else np.float64
+        a = np.zeros((len(nodes), len(nodes)), dtype=dtype)
+        for (u, v), w in zip(obj.edges(), weights):
+            a[index[u], index[v]] = w
             if not obj.is_directed():
-                a[index[v], index[u]] = 1
+                a[index[v], index[u]] = w
         return from_adjacency(a, name=name or (obj.name or None), **options)
     if hasattr(obj, "edge_index"):
         n = getattr(obj, "num_nodes", None)
@@ -414,6 +425,12 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
             x=getattr(obj, "x", None),
             name=name,
             **options,
+        )
+    if obj is None or np.ndim(obj) == 0:
+        raise GraphError(
+            f"cannot make a graph from {type(obj).__name__}: give an adjacency matrix, an "
+            "edge_index object, a networkx graph, a built-in name or a graph6 string",
+            name,
         )
     return from_adjacency(obj, name=name, **options)
 

@@ -1,0 +1,177 @@
+"""Pointwise functions: built-ins, user formulas read by sympy, the facts the compiler asks
+(f(0) = 0? polynomial? degree), and lowering to numpy, torch and exact Python numbers."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from matlang import evaluate, parse
+from matlang.errors import FunctionError
+from matlang.functions import (
+    BUILTINS,
+    RESERVED,
+    define,
+    lower,
+    polynomial_degree,
+    unsupported,
+    unsupported_call,
+    vanishes_at_zero,
+)
+
+# name -> (f at 0.5, vanishes at 0, polynomial degree)
+BUILTIN_FACTS = {
+    "exp": (math.exp(0.5), False, None),
+    "log": (math.log(0.5), False, None),
+    "log1p": (math.log1p(0.5), True, None),
+    "relu": (0.5, True, None),
+    "sigmoid": (1 / (1 + math.exp(-0.5)), False, None),
+    "tanh": (math.tanh(0.5), True, None),
+    "sqrt": (math.sqrt(0.5), True, None),
+    "abs": (0.5, True, None),
+    "square": (0.25, True, 2),
+    "cube": (0.125, True, 3),
+    "sin": (math.sin(0.5), True, None),
+    "cos": (math.cos(0.5), False, None),
+    "sign": (1.0, True, None),
+    "softplus": (math.log1p(math.exp(0.5)), False, None),
+    "inv": (2.0, False, None),
+    "invsqrt": (2**0.5, False, None),
+}
+
+
+def test_every_builtin_is_listed() -> None:
+    assert set(BUILTINS) == set(BUILTIN_FACTS) | {"binom", "pow", "max", "min"}
+    assert all(f.builtin for f in BUILTINS.values())
+    assert not set(BUILTINS) & RESERVED
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_FACTS))
+def test_unary_builtin(name: str) -> None:
+    value, vanishes, degree = BUILTIN_FACTS[name]
+    fn = BUILTINS[name]
+    assert fn.arity == 1
+    assert vanishes_at_zero(fn.formula, fn.symbols) is vanishes
+    assert polynomial_degree(fn.formula, fn.symbols) == degree
+    xs = np.array([0.5, 1.5, 2.0])
+    by_numpy = lower(fn.formula, fn.symbols, "numpy")(xs)
+    by_torch = lower(fn.formula, fn.symbols, "torch")(torch.tensor(xs))
+    assert by_numpy[0] == pytest.approx(value, rel=1e-12)
+    assert torch.allclose(by_torch, torch.tensor(by_numpy))
+    # the dense evaluator applies it entrywise (0.5 A 𝟏 on the path 0-1-2 is [0.5, 1, 0.5])
+    got = evaluate(f"{name}(0.5 A 𝟏)", np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    assert got[0] == pytest.approx(value, rel=1e-12) and got[0] == got[2]
+
+
+def test_two_argument_builtins() -> None:
+    x, y = np.array([1.0, 5.0, -2.0]), np.array([3.0, 2.0, 0.0])
+    for name, want in [("max", np.maximum(x, y)), ("min", np.minimum(x, y)), ("pow", x**y)]:
+        fn = BUILTINS[name]
+        assert lower(fn.formula, fn.symbols, "numpy")(x, y).tolist() == want.tolist()
+        t = lower(fn.formula, fn.symbols, "torch")(torch.tensor(x), torch.tensor(y))
+        assert t.tolist() == want.tolist()
+    # a literal argument is fixed before lowering: binom(x, 3) is the cubic x(x-1)(x-2)/6
+    binom3 = BUILTINS["binom"].specialize({1: Fraction(3)})
+    x_ = sp.Symbol("x")
+    assert sp.expand(binom3 - x_ * (x_ - 1) * (x_ - 2) / 6) == 0
+    assert polynomial_degree(binom3, [x_]) == 3 and vanishes_at_zero(binom3, [x_])
+    assert not vanishes_at_zero(BUILTINS["binom"].specialize({1: Fraction(0)}), [x_])
+    assert polynomial_degree(BUILTINS["pow"].specialize({1: Fraction(2)}), [x_]) == 2
+    relu_of_max = BUILTINS["max"].specialize({1: Fraction(0)})
+    assert vanishes_at_zero(relu_of_max, [x_]) and polynomial_degree(relu_of_max, [x_]) is None
+
+
+def test_exact_lowering() -> None:
+    x = sp.Symbol("x")
+    objs = np.array([[0], [3], [10**30]], dtype=object)
+    cubic = lower(sp.binomial(x, 3), [x], "exact")(objs)
+    assert cubic.tolist() == [[0], [1], [(10**30) * (10**30 - 1) * (10**30 - 2) // 6]]
+    assert all(isinstance(v, (int, Fraction)) for v in cubic.ravel())  # exact, never float
+    quarter = lower(x / 4, [x], "exact")(np.array([[2]], dtype=object))
+    assert quarter[0, 0] == Fraction(1, 2)
+    with pytest.raises(TypeError):
+        lower(sp.exp(x), [x], "exact")(objs)
+
+
+USER = [
+    # (definition, argument, expected value at it, vanishes at 0, degree)
+    ("let f(x) = x*(x-1)*(x-2)/6", 5, 10, True, 3),
+    ("let f(x) = x^2 + 1", 3, 10, False, 2),
+    ("let f(x) = x**2 + 1", 3, 10, False, 2),
+    ("let f(x) = 0.5*x", 3, Fraction(3, 2), True, 1),  # decimals are exact (rationalised)
+    ("let f(x) = binom(x, 2) + relu(x) - max(x, 1)", 4, 6, False, None),
+    ("let f(x) = exp(x) - 1", 0, 0.0, True, None),
+    ("let f(x) = E^x", 1, math.e, False, None),
+    ("let f(x) = sqrt(x^2)", -3, 3.0, True, None),
+    ("let f(x) = x / pi", 1, 1 / math.pi, True, None),  # pi is not a rational coefficient
+    ("let f(x) = 7", 1, 7, False, 0),
+    ("let f(x) = sigmoid(x) - 1/2", 0, 0.0, True, None),
+]
+
+
+@pytest.mark.parametrize(("text", "arg", "value", "vanishes", "degree"), USER)
+def test_user_function(
+    text: str, arg: int, value: float | Fraction, vanishes: bool, degree: int | None
+) -> None:
+    e = parse(f"{text}; f(A 𝟏)")
+    fn = e.function  # type: ignore[attr-defined]
+    assert not fn.builtin and fn.definition_text() == text
+    assert vanishes_at_zero(fn.formula, fn.symbols) is vanishes
+    assert polynomial_degree(fn.formula, fn.symbols) == degree
+    # evaluated at a node of degree ``arg``: the star K_{1,arg} centre
+    graph = "empty1" if arg == 0 else f"star{abs(arg)}"
+    if arg < 0:
+        got = evaluate(f"{text}; f(-A 𝟏)", graph)[0]
+    else:
+        got = evaluate(f"{text}; f(A 𝟏)", graph)[0]
+    assert got == pytest.approx(value, rel=1e-12)
+    if degree is not None:
+        assert isinstance(got, (np.integer, int, Fraction))  # exact: no float rounding
+
+
+def test_user_function_two_parameters() -> None:
+    e = parse("let g(x, k) = binom(x, k) * k; 𝟏ᵀ g(A 𝟏, 2)")
+    assert evaluate(e, "K4") == 4 * 3 * 2
+    with pytest.raises(FunctionError, match="binom"):
+        parse("let g(x, k) = binom(x, k); g(A 𝟏, A 𝟏)")
+
+
+def test_define_errors_through_the_api() -> None:
+    for name, params, text, match in [
+        ("tr", ["x"], "x", "built-in operator"),
+        ("exp", ["x"], "x", "built-in function"),
+        ("f", ["x", "x"], "x", "repeats a parameter"),
+        ("f", ["x"], "   ", "empty formula"),
+        ("f", ["pi"], "pi", "has the name of a built-in"),
+        ("f", ["x"], "x + y", "not among its parameters"),
+        ("f", ["x"], "Piecewise((x, x > 0), (0, True))", "not a function matlang knows"),
+        ("f", ["x"], "x % 2", "is not arithmetic"),
+        ("f", ["x"], "relu(x, x)", "relu takes 1 argument, got 2"),
+        ("f", ["x"], "binom(x)", "binom takes 2 arguments, got 1"),
+        ("f", ["x"], "log(0) + x", "undefined"),
+        # ^ binds tighter than + (as in sympy): the exponent here is the constant 1e92
+        ("f", ["x", "y"], "x^1e92 + y", "a constant exponent must be at most 100"),
+        ("f", ["x"], "x^9^9^9", "a constant exponent must be at most 100"),
+    ]:
+        with pytest.raises(FunctionError, match=match):
+            define(name, params, text)
+
+
+def test_unsupported() -> None:
+    x, k = sp.symbols("x k")
+    assert unsupported(x**2 + sp.exp(x)) is None
+    assert "gamma" in (unsupported(sp.gamma(x)) or "")
+    assert "binom" in (unsupported(sp.binomial(x, k)) or "")
+    assert unsupported(sp.binomial(x, k), call_site=False) is None
+    # an undefined constant refuses a definition; at a call site evaluation reports it (nan)
+    assert unsupported(sp.zoo * x, call_site=False) is not None
+    assert unsupported(sp.log(0) + x) is None
+    binom = BUILTINS["binom"]
+    assert unsupported_call(binom, {1: Fraction(3)}) is None
+    assert unsupported_call(binom, {1: Fraction(5, 2)}) is not None
+    assert unsupported_call(binom, {}) is not None
