@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from matlang.analyzer import Analysis, classify
 from matlang.ast import Expr, Program, Sentence
 from matlang.errors import MatlangError
 from matlang.parser import parse, parse_program
@@ -26,6 +27,14 @@ def evaluate(expr: Expr | str, graph: Any, **kwargs: Any) -> Any:
     return _evaluate(expr, graph, **kwargs)
 
 
+def compile(source: Any, **kwargs: Any) -> Any:  # noqa: A001 - the name the design asks for
+    """A sentence (or several) as a trainable ``torch.nn.Module`` on batches of sparse graphs
+    (see :func:`compiler.api.compile`; torch is imported here, not with ``import matlang``)."""
+    from compiler.api import compile as _compile
+
+    return _compile(source, **kwargs)
+
+
 __all__ = [
     "Expr",
     "Program",
@@ -36,4 +45,7 @@ __all__ = [
     "to_text",
     "to_latex",
     "evaluate",
+    "compile",
+    "classify",
+    "Analysis",
 ]
