@@ -173,7 +173,7 @@ class DenseEvaluator:
         if (d == 0) if not isinstance(d, float) else d == 0.0:
             raise EvaluationError(f"division by zero on graph {self.graph.label()}")
         if a.dtype == np.float64 or s.dtype == np.float64:
-            return _float(a) / float(d)
+            return _float(a) / _float(s)[0, 0]
         if a.dtype == np.int64 and s.dtype == np.int64 and not np.any(a % int(d)):
             return a // int(d)
         out = _to_object(a) * Fraction(1) / (d if isinstance(d, Fraction) else Fraction(int(d)))
