@@ -17,6 +17,10 @@ from matlang.errors import MatlangError
 #: Modules that register subcommands, in the order ``matlang --help`` lists them.
 COMMAND_MODULES: list[str] = [
     "matlang.commands",
+    "compiler.cli_compile",
+    "matlang.cli_classify",
+    "runtime.cli_wl",
+    "runtime.cli_models",
 ]
 
 
