@@ -20,8 +20,6 @@ from matlang.commands import add_graph_arguments, graphs_from_args, read_sentenc
 
 def register(sub: Any) -> None:
     """Add ``compile`` to ``sub`` (an argparse subparsers object)."""
-    from runtime.sparse import BACKENDS
-
     p = sub.add_parser(
         "compile",
         help="compile sentences to masked message passing; explain the plan, run it on graphs",
@@ -38,7 +36,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="allow matrices with a full support (n² entries per graph)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="sparse backend")
+    # The names of runtime.sparse.BACKENDS, spelled out so that `matlang --help` need not import
+    # torch (test_cli_compile checks that they agree).
+    p.add_argument(
+        "--backend", choices=("torch_sparse", "torch"), default=None, help="sparse backend"
+    )
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help="number type")
     p.set_defaults(func=run_compile)
 

@@ -91,3 +91,15 @@ def test_full_mask_is_an_error_unless_dense(capsys: pytest.CaptureFixture[str]) 
 def test_float32(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "tr(A³) / 6", "--graph", "K4", "--dtype", "float32", "--json")
     assert code == 0 and json.loads(out)["values"] == [4]
+
+
+def test_backend_choices_match_runtime() -> None:
+    import argparse
+
+    from compiler import cli_compile
+    from runtime.sparse import BACKENDS
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    cli_compile.register(sub)
+    action = next(a for a in sub.choices["compile"]._actions if a.dest == "backend")
+    assert tuple(action.choices) == BACKENDS
