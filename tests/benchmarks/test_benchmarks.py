@@ -1,0 +1,205 @@
+"""The benchmark runner on tiny sizes (its JSON structure, its ratios), and the pieces it trusts:
+the hand-written implementations against the dense evaluator, the sparse Erdős–Rényi sampler,
+the peak-memory probe and the log–log fit."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks.cases import agree, summarize
+from benchmarks.handwritten import HANDWRITTEN, custom_l1, masked_l3, trace_a3
+from benchmarks.runner import TARGETS, Config, loglog_fit, run
+from benchmarks.timing import measure_peak, rss_bytes, time_interleaved
+from benchmarks.workloads import Workload, sparse_erdos_renyi
+from compiler.dense import evaluate, to_float
+from runtime.batch import Batch
+from runtime.graphs import named
+
+GRAPHS = ["K4", "petersen", "cycle5", "decalin", "star4"]
+
+
+def _positive_finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("bench")
+    cfg = Config.quick(
+        out=out,
+        isolate=False,
+        progress=False,
+        groups=("handwritten", "dense", "scaling", "backends", "models"),
+        handwritten_workloads=(
+            Workload(100, 4.0),
+            Workload(8, 3.0, graphs=3, sampler="generators"),
+        ),
+        dense_sizes=(20, 40),
+        dense_exact_max_n=20,
+        dense_single_min_n=40,
+        scaling_edges=(300, 1_200),
+        backend_workloads=(Workload(100, 4.0),),
+        model_sizes=(8,),
+    )
+    return out, run(cfg)
+
+
+def test_runner_writes_every_file(quick_results: tuple[Path, dict]) -> None:
+    out, data = quick_results
+    loaded = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert loaded == json.loads(json.dumps(data))  # what run returns is what it wrote
+    assert set(loaded) == {"meta", "summary", "scaling", "cases"}
+    md = (out / "results.md").read_text(encoding="utf-8")
+    for title in ("## Summary", "hand-written", "dense evaluator", "Scaling", "Backends", "PPGN"):
+        assert title in md
+    assert (out / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_ratios_are_positive_and_finite(quick_results: tuple[Path, dict]) -> None:
+    s = quick_results[1]["summary"]
+    for key in ("compiled_over_handwritten", "time_exponent", "memory_exponent"):
+        assert _positive_finite(s[key]), key
+    assert s["dense_over_compiled_n10000"] is None  # n = 10⁴ is not part of the quick run
+    assert s["dense_over_compiled_largest"]["n"] == 40
+    assert _positive_finite(s["dense_over_compiled_largest"]["ratio"])
+    assert _positive_finite(s["dense_exact_over_compiled"])
+    assert _positive_finite(s["torch_over_torch_sparse"]["min"])
+    assert s["torch_over_torch_sparse"]["min"] <= s["torch_over_torch_sparse"]["max"]
+    assert s["gnnml3_largest_n"] == 8 and s["ppgn_largest_n"] == 8
+    assert s["targets"] == TARGETS
+    assert set(s["met"]) == set(TARGETS) and s["met"]["dense_over_compiled_n10000"] is None
+    assert s["agree"] is True
+
+
+def test_every_case_has_times_memory_and_agreeing_values(quick_results: tuple[Path, dict]) -> None:
+    cases = quick_results[1]["cases"]
+    groups = {c["group"] for c in cases}
+    assert groups == {"handwritten", "dense", "scaling", "backends", "models"}
+    assert sum(c["group"] == "handwritten" for c in cases) == 2 * len(HANDWRITTEN)
+    for case in cases:
+        assert "error" not in case and "skipped" not in case, case["id"]
+        assert case["workload"]["edges"] > 0
+        for name, c in case["contestants"].items():
+            assert "error" not in c, (case["id"], name, c.get("error"))
+            assert 0 < c["min_s"] <= c["median_s"], (case["id"], name)
+            assert c["repeats"] == len(c["times_s"]) >= 1
+            assert c["peak_mib"] >= 0 and c["baseline_mib"] > 0
+            assert all(math.isfinite(x) for x in c["check"])
+        for key, value in case.get("ratios", {}).items():
+            assert value is None or _positive_finite(value), (case["id"], key)
+        if "agree" in case:
+            assert case["agree"] is True, case["id"]
+    singles = [c for c in cases if c["id"].startswith("dense/") and "n=40" in c["id"]]
+    assert singles and all(c["contestants"]["dense-float64"]["repeats"] == 1 for c in singles)
+
+
+def test_scaling_fit_covers_both_sentences(quick_results: tuple[Path, dict]) -> None:
+    fits = quick_results[1]["scaling"]
+    assert set(fits) == {"(A ⊙ A²)² 𝟏", "tr(A³)"}
+    for f in fits.values():
+        assert len(f["edges"]) == 2 and f["edges"][0] < f["edges"][1]
+        slope = math.log(f["min_s"][1] / f["min_s"][0]) / math.log(f["edges"][1] / f["edges"][0])
+        assert f["time_exponent"] == pytest.approx(slope)  # two points: the fit is their slope
+        assert f["handwritten"]["edges"] == f["edges"]  # the reference ran at the same sizes
+
+
+def test_models_record_the_first_epoch_apart(quick_results: tuple[Path, dict]) -> None:
+    models = [c for c in quick_results[1]["cases"] if c["group"] == "models"]
+    assert {c["params"]["model"] for c in models} == {"gnnml3", "ppgn"}
+    for case in models:
+        c = case["contestants"][case["params"]["model"]]
+        assert c["prepare_s"] > 0 and c["prepare_peak_mib"] >= 0 and c["parameters"] > 1000
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_handwritten_equals_the_dense_evaluator(name: str) -> None:
+    g = named(name)
+    b = Batch.from_graphs([g])
+    for sentence, fn in HANDWRITTEN.items():
+        expected = np.asarray(to_float(evaluate(sentence, g)), dtype=np.float64).reshape(-1)
+        got = fn(b).to(torch.float64).numpy().reshape(-1)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-30, err_msg=sentence)
+
+
+def test_handwritten_on_a_batch_is_per_graph() -> None:
+    gs = [named("K4"), named("cycle5"), named("petersen")]
+    b = Batch.from_graphs(gs)
+    assert trace_a3(b).tolist() == [24.0, 0.0, 0.0]  # tr(A³) = 6 · triangles
+    assert masked_l3(b)[:4].tolist() == [36.0] * 4  # K4: (A ⊙ A²) = 2A, (2A)² 𝟏 = 4 · 9
+    l1 = custom_l1(b)
+    assert l1.shape == (3,) and l1[0].item() == pytest.approx(36 * math.exp(-9))  # 4·3·3·e⁻⁹
+
+
+def test_sparse_erdos_renyi_is_a_simple_sorted_graph_of_the_right_density() -> None:
+    ei = sparse_erdos_renyi(4_000, 10.0, seed=3)
+    n = 4_000
+    key = ei[0] * n + ei[1]
+    assert bool((key[1:] > key[:-1]).all())  # row-major, no repeats
+    assert bool((ei[0] != ei[1]).all())
+    assert torch.equal(torch.sort(ei[1] * n + ei[0]).values, key)  # symmetric
+    assert ei.shape[1] / n == pytest.approx(10.0, abs=0.3)  # E / n = average degree
+    assert torch.equal(ei, sparse_erdos_renyi(4_000, 10.0, seed=3))
+    assert not torch.equal(ei, sparse_erdos_renyi(4_000, 10.0, seed=4))
+
+
+def test_both_samplers_give_the_same_batch_layout() -> None:
+    for sampler in ("sparse", "generators"):
+        b, graphs = Workload(30, 4.0, graphs=3, sampler=sampler, seed=1).build()
+        b.validate()
+        assert b.num_graphs == 3 and b.num_nodes == 90
+        assert (graphs is None) == (sampler == "sparse")
+
+
+def test_measure_peak_sees_an_allocation() -> None:
+    if rss_bytes() == 0:
+        pytest.skip("no /proc here")
+    size = 64 * 2**20
+
+    def allocate() -> int:
+        x = np.ones(size // 8)  # written, so resident
+        return int(x[-1])
+
+    peak = measure_peak(allocate)
+    assert peak.result == 1
+    assert size * 0.9 <= peak.peak_bytes <= size * 1.5
+    assert measure_peak(lambda: None).peak_bytes < 8 * 2**20
+
+
+def test_time_interleaved_counts_calls() -> None:
+    calls = {"a": 0, "b": 0}
+
+    def bump(k: str) -> None:
+        calls[k] += 1
+
+    t = time_interleaved({"a": lambda: bump("a"), "b": lambda: bump("b")}, warmup=2, repeats=3)
+    assert calls == {"a": 5, "b": 5}
+    assert len(t["a"].times) == len(t["b"].times) == 3
+    assert t["a"].min <= t["a"].median
+
+
+def test_loglog_fit_recovers_a_power_law() -> None:
+    xs = [1e3, 1e4, 1e5, 1e6]
+    assert loglog_fit(xs, [3 * x**1.5 for x in xs]) == pytest.approx(1.5)
+    assert loglog_fit(xs, [0.0, 2.0, 0.0, 20.0]) == pytest.approx(0.5)  # zeros are left out
+    assert loglog_fit([1.0], [1.0]) is None
+
+
+def test_agree_and_summarize() -> None:
+    t = torch.tensor([3.0, 4.0])
+    assert summarize(t) == [7.0, 5.0]
+    assert summarize([np.array([3, 4])]) == [7.0, 5.0]
+    assert agree([1.0, 1.0], [1.0 + 1e-5, 1.0])
+    assert not agree([1.0, 1.0], [1.1, 1.0])
+    assert not agree([float("nan"), 1.0], [float("nan"), 1.0])
