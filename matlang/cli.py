@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "matlang.cli_classify",
     "runtime.cli_wl",
     "runtime.cli_models",
+    "runtime.cli_bench",
 ]
 
 
