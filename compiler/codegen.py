@@ -151,6 +151,9 @@ class _Context:
     dtype: torch.dtype
     device: torch.device
     regs: dict[int, Tensor] = field(default_factory=dict)
+    # torch_sparse operators built in this forward pass, by (mask, values, transposed): a plan
+    # that propagates several times with one support builds its CSR structure once.
+    operators: dict[tuple[int, int, bool], Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -440,9 +443,28 @@ class CompiledModule(nn.Module):
 
     def _op_propagate(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask, vals, h = args
-        index = mask.flip(0) if step.attr("transpose") else mask
+        transposed = bool(step.attr("transpose"))
+        index = mask.flip(0) if transposed else mask
         if index.shape[1] == 0:
             return h.new_zeros((ctx.n,))
+        if sparse.resolve_backend(self.backend) == "torch_sparse" and vals.dim() == 1:
+            key = (step.args[0], step.args[1], transposed)
+            op = ctx.operators.get(key)
+            if op is None:
+                from torch_sparse import SparseTensor
+
+                # is_sorted=False: torch_sparse checks the order in O(E) and sorts only if needed
+                # (a transposed mask is not row-sorted).
+                op = SparseTensor(
+                    row=index[0],
+                    col=index[1],
+                    value=vals.to(h.dtype),
+                    sparse_sizes=(ctx.n, ctx.n),
+                    is_sorted=False,
+                )
+                ctx.operators[key] = op
+            out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
+            return out if h.dim() == 2 else out.squeeze(-1)
         return sparse.propagate(index, h, vals, num_nodes=ctx.n, backend=self.backend)
 
     def _op_readout(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
