@@ -910,25 +910,15 @@ class ReadoutHead(nn.Module):
         return f"channels={self.width}, linear={self.is_linear}, kind={self.program.kind!r}"
 
 
-class GNNML1Target(nn.Module):
-    r"""A stack of GNNML1 layers (Eq. 3, identity σ) and a readout head that compute a sentence.
-
-    Attributes:
-        program: the lowered sentence (:meth:`Program.describe` prints its nodes).
-        schedule: which node each channel of each layer holds.
-        layers: the :class:`~runtime.models.gnnml1.GNNML1Conv` layers; ``layers[l].weights`` are
-            ``(W1, W2, W3, W4)`` of layer ``l``.
-        head: the :class:`ReadoutHead`.
-
-    Shapes:
-        forward(data) → ``(G,)`` for a graph-level sentence, ``(N,)`` for a node-level one.
-    """
+class _Target(nn.Module):
+    """What the GNNML1 and GNNML3 targets share: the lowered program, its schedule, the layer
+    stack, the readout head and the backend."""
 
     def __init__(
         self,
         program: Program,
         sched: Schedule,
-        layers: Sequence[GNNML1Conv],
+        layers: Sequence[nn.Module],
         backend: str | None = None,
     ) -> None:
         super().__init__()
@@ -953,6 +943,21 @@ class GNNML1Target(nn.Module):
     @property
     def dtype(self) -> torch.dtype:
         return next(self.parameters()).dtype
+
+
+class GNNML1Target(_Target):
+    r"""A stack of GNNML1 layers (Eq. 3, identity σ) and a readout head that compute a sentence.
+
+    Attributes:
+        program: the lowered sentence (:meth:`Program.describe` prints its nodes).
+        schedule: which node each channel of each layer holds.
+        layers: the :class:`~runtime.models.gnnml1.GNNML1Conv` layers; ``layers[l].weights`` are
+            ``(W1, W2, W3, W4)`` of layer ``l``.
+        head: the :class:`ReadoutHead`.
+
+    Shapes:
+        forward(data) → ``(G,)`` for a graph-level sentence, ``(N,)`` for a node-level one.
+    """
 
     @property
     def weights(self) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:

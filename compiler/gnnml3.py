@@ -41,7 +41,7 @@ from typing import Any
 
 import sympy as sp
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from compiler.gnnml1 import (
     ONE,
@@ -49,11 +49,11 @@ from compiler.gnnml1 import (
     Lowering,
     Poly,
     Program,
-    ReadoutHead,
     ScalarNode,
     Schedule,
     Vec,
     VectorNode,
+    _Target,
     activate,
     input_features,
     interpret,
@@ -475,7 +475,7 @@ class Materialiser:
 # --------------------------------------------------------------------------- the target
 
 
-class GNNML3Target(nn.Module):
+class GNNML3Target(_Target):
     r"""GNNML3 layers (Eq. 8, ``C = C'``, identity σ except on function channels) and a readout
     head that compute a sentence.
 
@@ -501,10 +501,7 @@ class GNNML3Target(nn.Module):
         support_names: Sequence[str],
         backend: str | None = None,
     ) -> None:
-        super().__init__()
-        self.program = program
-        self.schedule = sched
-        self.layers = nn.ModuleList(layers)
+        super().__init__(program, sched, layers, backend)
         self.activations = [list(a) for a in activations]
         self.support_names = tuple(support_names)
         exprs = dict(program.supports)
@@ -512,24 +509,6 @@ class GNNML3Target(nn.Module):
         self.support_exprs = tuple(exprs[s] for s in self.support_names)
         radii = [support_radius(x) or 0 for x in self.support_exprs]
         self.receptive_field = max([1, *radii])
-        self.backend = backend
-        self.head = ReadoutHead(program, sched.channels[-1], backend)
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.layers)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.parameters()).dtype
-
-    @property
-    def kind(self) -> str:
-        return self.program.kind
-
-    @property
-    def head_is_linear(self) -> bool:
-        return self.head.is_linear
 
     def _named_inputs(
         self, batch: Batch, inputs: Mapping[str, Any], dtype: torch.dtype
