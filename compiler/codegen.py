@@ -92,8 +92,7 @@ def coalesce_edges(
 ) -> tuple[Tensor, Tensor | None]:
     """Edges sorted row-major with repeated entries added up (A's entry is their sum)."""
     k = keys(edge_index, n)
-    if k.numel() < 2 or bool((k[1:] > k[:-1]).all()):
-        # Already sorted without repeats (Graph.edge_index and PyG give edges this way).
+    if sparse.is_coalesced(k):  # Graph.edge_index and PyG give edges this way
         return edge_index, weight
     uniq, inverse = torch.unique(k, sorted=True, return_inverse=True)
     if weight is None:

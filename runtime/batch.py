@@ -98,8 +98,10 @@ class Batch:
             if not allow_directed:
                 key = ei[0].to(torch.int64) * n + ei[1]
                 rkey = ei[1].to(torch.int64) * n + ei[0]
+                # One sort serves the duplicate check and the reverse-edge lookup.
+                order = torch.argsort(key)
+                skey = key[order]
                 if self.edge_weight is None:
-                    skey = torch.sort(key).values
                     if skey.numel() > 1 and bool((skey[1:] == skey[:-1]).any()):
                         k = int(torch.nonzero(skey[1:] == skey[:-1])[0])
                         u, v = int(skey[k] // n), int(skey[k] % n)
@@ -108,13 +110,11 @@ class Batch:
                         raise GraphError(
                             f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g)
                         )
-                    missing = ~torch.isin(rkey, key)
-                else:
-                    order = torch.argsort(key)
-                    pos = torch.searchsorted(key[order], rkey).clamp(max=max(key.numel() - 1, 0))
-                    found = key[order][pos] == rkey
-                    same = self.edge_weight[order][pos] == self.edge_weight
-                    missing = ~(found & same)
+                pos = torch.searchsorted(skey, rkey).clamp(max=max(key.numel() - 1, 0))
+                found = skey[pos] == rkey
+                if self.edge_weight is not None:
+                    found &= self.edge_weight[order][pos] == self.edge_weight
+                missing = ~found
                 if bool(missing.any()):
                     k = int(torch.nonzero(missing)[0])
                     u, v = int(ei[0, k]), int(ei[1, k])

@@ -301,9 +301,15 @@ def coalesce(
     return _coalesce_torch(ei, v, num_nodes)
 
 
+def is_coalesced(key: Tensor) -> bool:
+    """True when row-major keys ``i·n + j`` are strictly increasing: sorted, no repeats (an O(E)
+    check that spares a sort-based unique on edges that arrive coalesced)."""
+    return key.numel() < 2 or bool((key[1:] > key[:-1]).all())
+
+
 def _coalesce_torch(ei: Tensor, v: Tensor, n: int) -> tuple[Tensor, Tensor]:
     key = ei[0] * n + ei[1]
-    if key.numel() < 2 or bool((key[1:] > key[:-1]).all()):
+    if is_coalesced(key):
         # Already sorted without repeats (torch_sparse's products, Graph.edge_index, PyG):
         # an O(E) check instead of a sort-based unique.
         return ei, v

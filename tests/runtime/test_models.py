@@ -8,7 +8,6 @@ import contextlib
 import importlib.util
 import io
 import json
-from collections.abc import Iterator
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,16 +25,6 @@ from runtime.models.base import GraphModel
 from runtime.models.gat import GATConfig
 from runtime.models.gnnml1 import GNNML1Conv
 from runtime.models.gnnml3 import GNNML3Conv
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny kernels: OpenMP threads only add overhead (and stall on a busy 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 ALL = list(MODELS)
 SEEDS = (0, 1, 2)

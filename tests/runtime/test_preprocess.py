@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -13,15 +12,6 @@ from matlang.errors import MatlangError
 from runtime import preprocess as pp
 from runtime.batch import as_batch
 from runtime.graphs import from_adjacency, named
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny kernels: OpenMP threads only add overhead (and stall on a busy 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def dense_supports(a: np.ndarray, cfg: pp.SupportConfig) -> np.ndarray:
