@@ -183,16 +183,18 @@ class DenseEvaluator:
         if m.dtype != np.float64 and k > 1:
             # entries of M^k are at most (n max|M|)^k in magnitude
             self._check_size((_bits(m) + math.log2(max(m.shape[0], 1))) * k, f"a power ^{k}")
-        result = np.eye(m.shape[0], dtype=np.int64)
-        if m.dtype == np.float64:
-            result = result.astype(np.float64)
+        if k == 0:  # M⁰ = I
+            return np.eye(m.shape[0], dtype=np.float64 if m.dtype == np.float64 else np.int64)
+        # Square-and-multiply, starting from the first factor rather than from I @ M.
+        result: np.ndarray | None = None
         base = m
         while k:
             if k & 1:
-                result = self.matmul(result, base)
+                result = base if result is None else self.matmul(result, base)
             k >>= 1
             if k:
                 base = self.matmul(base, base)
+        assert result is not None
         return result
 
     def _check_size(self, bits: float, what: str) -> None:
