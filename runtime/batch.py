@@ -138,10 +138,10 @@ class Batch:
         parts, weights = [], []
         weighted = any(not g.is_binary for g in graphs)
         for g, off in zip(graphs, ptr[:-1].tolist()):
-            ei = g.edge_index
+            ei, w = g._edges
             parts.append(torch.from_numpy(ei + off))
             if weighted:
-                weights.append(torch.from_numpy(np.asarray(g.edge_weight, dtype=np.float64)))
+                weights.append(torch.from_numpy(np.array(w, dtype=np.float64)))
         edge_index = torch.cat(parts, 1) if parts else torch.zeros(2, 0, dtype=torch.int64)
         batch = torch.repeat_interleave(
             torch.arange(len(graphs), dtype=torch.int64), torch.tensor(sizes, dtype=torch.int64)

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,28 @@ class Graph:
         loops = np.count_nonzero(np.diag(self.adjacency))
         return int((nz - loops) // 2 + loops)
 
+    # The adjacency is read-only, so what is derived from it is computed once per graph (training
+    # collates the same graphs into batches every epoch). The cached arrays are read-only; the
+    # public properties hand out writable copies.
+    @cached_property
+    def _edges(self) -> tuple[np.ndarray, np.ndarray]:
+        rows, cols = np.nonzero(self.adjacency)
+        ei = np.stack([rows, cols]).astype(np.int64)
+        w = np.asarray(self.adjacency[rows, cols])
+        ei.setflags(write=False)
+        w.setflags(write=False)
+        return ei, w
+
     @property
     def edge_index(self) -> np.ndarray:
         """(2, E) int64 array of directed entries (both directions), row-major order."""
-        rows, cols = np.nonzero(self.adjacency)
-        return np.stack([rows, cols]).astype(np.int64)
+        return self._edges[0].copy()
 
     @property
     def edge_weight(self) -> np.ndarray:
-        rows, cols = np.nonzero(self.adjacency)
-        return self.adjacency[rows, cols]
+        return self._edges[1].copy()
 
-    @property
+    @cached_property
     def is_binary(self) -> bool:
         return bool(np.isin(self.adjacency, (0, 1)).all())
 

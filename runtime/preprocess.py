@@ -85,8 +85,8 @@ def as_local_graph(obj: Any) -> LocalGraph:
     if isinstance(obj, LocalGraph):
         return obj
     g = obj if isinstance(obj, Graph) else as_graph(obj)
-    ei = torch.from_numpy(np.ascontiguousarray(g.edge_index))
-    w = None if g.is_binary else torch.from_numpy(np.asarray(g.edge_weight, dtype=np.float64))
+    ei = torch.from_numpy(np.array(g.edge_index))
+    w = None if g.is_binary else torch.from_numpy(np.array(g.edge_weight, dtype=np.float64))
     return LocalGraph(ei, g.num_nodes, w)
 
 

@@ -48,6 +48,10 @@ class GraphSet:
     level: Level = "graph"
     mask: Tensor | None = None
     node_ptr: Tensor = field(init=False, repr=False)
+    # Evaluation walks the graphs in order every epoch: those batches are collated once.
+    _ordered: dict[int, list[tuple[Batch, Tensor, Tensor | None]]] = field(
+        init=False, repr=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         sizes = torch.tensor([g.num_nodes for g in self.graphs], dtype=torch.int64)
@@ -82,7 +86,20 @@ class GraphSet:
     def batches(
         self, batch_size: int, generator: torch.Generator | None = None
     ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
-        """``(batch, target, mask)`` of consecutive (or, given a generator, shuffled) graphs."""
+        """``(batch, target, mask)`` of consecutive (or, given a generator, shuffled) graphs.
+
+        Consecutive batches are collated on the first pass and reused after that.
+        """
+        if generator is None:
+            if batch_size not in self._ordered:
+                self._ordered[batch_size] = list(self._collate(batch_size, None))
+            yield from self._ordered[batch_size]
+            return
+        yield from self._collate(batch_size, generator)
+
+    def _collate(
+        self, batch_size: int, generator: torch.Generator | None
+    ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
         n = len(self.graphs)
         order = torch.randperm(n, generator=generator) if generator is not None else None
         for lo in range(0, n, batch_size):
