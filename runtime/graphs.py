@@ -412,10 +412,17 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
     if isinstance(obj, str):
         try:
             return named(obj) if name is None else named(obj).with_name(name)
-        except GraphError:
-            if _G6_LINE.match(obj.strip() or " ") and not re.fullmatch(r"[A-Za-z_]+\d*", obj):
+        except GraphError as unknown:
+            if not _G6_LINE.match(obj.strip() or " "):
+                raise
+            try:
                 return from_graph6(obj, name=name)
-            raise
+            except GraphError:
+                # A word such as "petersn" is far more likely a mistyped name than graph6 (whose
+                # length is fixed by its first character): report the unknown name then.
+                if re.fullmatch(r"[A-Za-z_]+\d*", obj):
+                    raise unknown from None
+                raise
     if _is_networkx(obj):
         nodes = list(obj.nodes())
         index = {v: i for i, v in enumerate(nodes)}

@@ -236,4 +236,11 @@ def test_as_graphs() -> None:
     assert len(as_graphs(np.zeros((3, 3), dtype=int))) == 1
     assert [g.num_nodes for g in as_graphs(["K4", "C5", np.zeros((2, 2), dtype=int)])] == [4, 5, 2]
     assert as_graph("C~").num_edges == 6  # a graph6 string that is not a name
+    # an all-letter graph6 string is decoded when its length fits the node count its first
+    # character gives; a word that does not fit is reported as an unknown name
+    g = as_graph("EwCW")
+    assert (g.num_nodes, g.num_edges) == (6, 6)
+    assert np.array_equal(g.adjacency, from_graph6("EwCW").adjacency)
+    with pytest.raises(GraphError, match="no built-in graph named 'petersn'"):
+        as_graph("petersn")
     assert as_graph("K4", name="mine").name == "mine"
