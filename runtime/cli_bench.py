@@ -276,6 +276,7 @@ def run_iso(args: argparse.Namespace) -> int:
         pairs=pairs,
         tol=args.tol,
         progress=not args.no_progress,
+        dataset=args.dataset,
     )
     und = res.undistinguished
     examples = [[graphs[i].label(), graphs[j].label()] for i, j in und[:20].tolist()]

@@ -23,7 +23,7 @@ from runtime.models.gin import GIN, GINConfig
 from runtime.models.gnnml1 import GNNML1
 from runtime.models.gnnml3 import GNNML3, GNNML3Config
 from runtime.models.mlp import MLP
-from runtime.models.ppgn import PPGN
+from runtime.models.ppgn import PPGN, PPGNConfig
 from runtime.preprocess import PreprocessCache
 
 #: The named configuration used when none is given.
@@ -96,7 +96,7 @@ MODELS: dict[str, ModelSpec] = {
             "ppgn",
             PPGN,
             "PPGN (3-WL), dense n x n, padded batches",
-            {"iso": _iso(ModelConfig, hidden=56), "count": _count(ModelConfig, hidden=38)},
+            {"iso": _iso(PPGNConfig, hidden=56), "count": _count(PPGNConfig, hidden=38)},
         ),
         ModelSpec(
             "gnnml1",
@@ -196,6 +196,7 @@ __all__ = [
     "MLP",
     "MODELS",
     "PPGN",
+    "PPGNConfig",
     "ChebNet",
     "GraphModel",
     "ModelConfig",

@@ -151,8 +151,9 @@ def test_chebnet_uses_each_graphs_lambda_max() -> None:
         ("gnnml3", {"basis": "adjacency", "num_bands": 10}),
         ("gnnml3", {"basis": "normalized_laplacian", "num_bands": 5}),
         ("ppgn", {}),
+        ("ppgn", {"bias": True}),
     ],
-    ids=["gnnml3-adjacency", "gnnml3-laplacian", "ppgn"],
+    ids=["gnnml3-adjacency", "gnnml3-laplacian", "ppgn", "ppgn-bias"],
 )
 def test_3wl_models_separate_what_1wl_cannot_but_not_strongly_regular_graphs(
     name: str, options: dict[str, object]
@@ -187,11 +188,13 @@ def test_a_graphs_output_does_not_depend_on_its_batch(name: str) -> None:
     torch.testing.assert_close(inside_nodes, alone_nodes, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("readout", [("sum",), ("sum", "max"), ("mean",)])
-def test_ppgn_padding_never_changes_a_result(readout: tuple[str, ...]) -> None:
+def test_ppgn_padding_never_changes_a_result(readout: tuple[str, ...], bias: bool) -> None:
     torch.manual_seed(3)
-    cfg = {"hidden": 8, "layers": 3, "readout": readout}
+    cfg = {"hidden": 8, "layers": 3, "readout": readout, "bias": bias}
     model = build_model("ppgn", 1, 4, cfg).double()
+    node_model = build_model("ppgn", 1, 2, cfg, task="node").double()
     small_graphs = [named("path3"), named("cycle4"), named("K1")]
     big = [named("rook4x4"), named("petersen")]
     with torch.no_grad():
@@ -199,17 +202,75 @@ def test_ppgn_padding_never_changes_a_result(readout: tuple[str, ...]) -> None:
             alone = model([g])[0]
             padded = model([big[0], g, big[1]])[1]
             torch.testing.assert_close(padded, alone, rtol=1e-12, atol=1e-12)
+            nodes = node_model([big[0], g, big[1]])[16 : 16 + g.num_nodes]
+            torch.testing.assert_close(nodes, node_model([g]), rtol=1e-12, atol=1e-12)
 
 
 def test_ppgn_dense_batch_masks() -> None:
     from runtime.models.ppgn import dense_batch
 
     b = as_batch([named("path3"), named("cycle5")])
-    h, valid, diagonal = dense_batch(b, torch.ones(8, 1, dtype=torch.float64))
-    assert h.shape == (2, 5, 5, 2)
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]).T.double()
+    h, valid, diagonal = dense_batch(b, x)
+    assert h.shape == (2, 2, 5, 5)  # channels first: [A | diag(x)], graphs, n_max, n_max
     assert int(valid[0].sum()) == 9 and int(valid[1].sum()) == 25
     assert int(diagonal[0].sum()) == 3
-    assert float(h[0, :, :, 0].sum()) == 4.0 and float(h[0, 3:, :, :].abs().sum()) == 0.0
+    torch.testing.assert_close(h[0, 0, :3, :3], torch.tensor(named("path3").adjacency).double())
+    torch.testing.assert_close(h[1, 1].diagonal(), torch.arange(4.0, 9.0).double())
+    assert float(h[:, 0, 3:, :].abs().sum()) == 0.0 and float(h[:, 0, :, 3:].abs().sum()) == 0.0
+
+
+def _disjoint_union(*graphs: Graph) -> Graph:
+    n = sum(g.num_nodes for g in graphs)
+    a = np.zeros((n, n), dtype=int)
+    at = 0
+    for g in graphs:
+        a[at : at + g.num_nodes, at : at + g.num_nodes] = g.adjacency
+        at += g.num_nodes
+    return from_adjacency(a)
+
+
+def iso_ppgn(bias: bool) -> GraphModel:
+    """PPGN as Table 1 runs it (3 layers, width 56, sum readout, linear map to 10), float64."""
+    cfg = {"hidden": 56, "layers": 3, "readout": ("sum",), "head": (), "bias": bias}
+    return build_model("ppgn", 2, 10, cfg).double()
+
+
+def with_degree(g: Graph) -> Graph:
+    """The isomorphism test's node features ``[1, degree]``."""
+    deg = g.adjacency.sum(1).astype(np.float64)
+    return from_adjacency(g.adjacency, x=np.stack([np.ones_like(deg), deg], 1))
+
+
+def test_ppgn_separates_a_1wl_pair_beyond_table1_tolerance_without_biases() -> None:
+    # Table 1 calls a pair distinguished when its 10 outputs differ by more than 1e-3 (L1).
+    # Decalin / bicyclopentyl (1-WL-equivalent, 3-WL-distinct) beside the same 40-cycle, n = 50
+    # like EXP: without biases the gap is ~4e-3 at every seed; with biases relu(b) fills all n²
+    # entries, the outputs grow to ~1e4 and the gap falls to ~1e-6 (the EXP failure).
+    cycle = named("cycle40")
+    a = with_degree(_disjoint_union(named("decalin"), cycle))
+    b = with_degree(_disjoint_union(named("bicyclopentyl"), cycle))
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        u, v = pair_outputs(iso_ppgn(bias=False), a, b)
+        assert float((u - v).abs().sum()) > 2e-3
+        torch.manual_seed(seed)
+        u, v = pair_outputs(iso_ppgn(bias=True), a, b)
+        assert float((u - v).abs().sum()) < 1e-3 < float(u.abs().max())
+
+
+def test_ppgn_without_biases_reads_a_disjoint_union_as_the_sum_of_its_parts() -> None:
+    # No bias: the blocks map a block-diagonal H to a block-diagonal H (W·0 = 0, relu(0) = 0),
+    # so every sum readout of G ∪ C is readout(G) + readout(C), and a shared component C
+    # cancels from the difference of two graphs' outputs.
+    torch.manual_seed(0)
+    model = iso_ppgn(bias=False)
+    cycle = named("cycle40")
+    a, b = named("decalin"), named("bicyclopentyl")
+    big_a, big_b = (with_degree(_disjoint_union(g, cycle)) for g in (a, b))
+    u, v = pair_outputs(model, with_degree(a), with_degree(b))
+    big_u, big_v = pair_outputs(model, big_a, big_b)
+    torch.testing.assert_close(big_u - big_v, u - v, rtol=1e-9, atol=1e-12)
 
 
 # --------------------------------------------------------------------------- training
