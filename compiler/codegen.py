@@ -103,6 +103,42 @@ def coalesce_edges(
     return from_keys(uniq, n), summed
 
 
+def prepared_edges(batch: Batch) -> tuple[Tensor, Tensor | None]:
+    """The batch's edges as the interpreter needs them: int64, coalesced (:func:`coalesce_edges`)
+    and checked in range even without validation (an id out of range would read past the end
+    of a kernel's arrays). Weights in float64, ``None`` for a 0/1 graph."""
+    n = batch.num_nodes
+    ei = batch.edge_index
+    if ei.dim() != 2 or ei.shape[0] != 2 or ei.dtype.is_floating_point or ei.dtype == torch.bool:
+        raise GraphError(
+            f"edge_index must be an integer (2, E) tensor, got {ei.dtype} {tuple(ei.shape)}",
+            "batch",
+        )
+    batch.check_range()
+    ei = ei.to(torch.int64)
+    w = batch.edge_weight
+    w64 = None if w is None else w.to(torch.float64)
+    if batch.is_coalesced():
+        return ei, w64
+    return coalesce_edges(ei, w64, n)
+
+
+#: Mask ops whose result is sorted row-major without repeats.
+_ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
+
+
+def _unit_registers(plan: Plan) -> frozenset[int]:
+    """Registers equal to all-ones on their mask when the batch has no edge weights: ``A``
+    (adjacency), ``Aᵀ`` (transpose of one) and ``1 ⊙ 1``."""
+    unit: set[int] = set()
+    for k, st in enumerate(plan.steps):
+        if st.kind != EDGE:
+            continue
+        if st.op == "adjacency" or (st.op in ("transpose", "mul") and unit.issuperset(st.args)):
+            unit.add(k)
+    return frozenset(unit)
+
+
 # --------------------------------------------------------------------------- functions
 
 
@@ -150,6 +186,9 @@ class _Context:
     dtype: torch.dtype
     device: torch.device
     regs: dict[int, Tensor] = field(default_factory=dict)
+    # registers that hold only ones on this batch (A of an unweighted batch, its transpose):
+    # kernels take them as value-less operators, and M ⊙ 1 = M needs no product.
+    ones: frozenset[int] = frozenset()
     # torch_sparse operators built in this forward pass, by (mask, values, transposed): a plan
     # that propagates several times with one support builds its CSR structure once.
     operators: dict[tuple[int, int, bool], Any] = field(default_factory=dict)
@@ -225,6 +264,15 @@ class CompiledModule(nn.Module):
             if k < len(plan.steps):
                 self._frees[k].append(reg)
         self.last_trace: Trace | None = None
+        self._unit_if_unweighted = _unit_registers(plan)
+        # masks whose entries come sorted row-major (the order CSR wants): no sort check
+        self._row_major = frozenset(
+            k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
+        )
+        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
+        self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)
+        self._edge_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == EDGE)
+        self._sized = self._mask_steps | self._edge_steps
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -274,9 +322,7 @@ class CompiledModule(nn.Module):
         batch = as_batch(data, validate=self.validate)
         n, g = batch.num_nodes, batch.num_graphs
         device = batch.edge_index.device
-        ei = batch.edge_index.to(torch.int64)
-        w = batch.edge_weight
-        edges, weight = coalesce_edges(ei, None if w is None else w.to(torch.float64), n)
+        edges, weight = batch.cached("compiled.edges", lambda: prepared_edges(batch))
         given: dict[str, Tensor] = {}
         for name, v in (inputs or {}).items():
             t = torch.as_tensor(v, device=device)
@@ -300,28 +346,33 @@ class CompiledModule(nn.Module):
             given,
             self.dtype,
             device,
+            ones=self._unit_if_unweighted if weight is None else frozenset(),
         )
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
         plan = self.plan
+        regs = ctx.regs
         live = 0
         peak = 0
-        mask_entries: dict[int, int] = {}
-        edge_entries: dict[int, int] = {}
-        for k, step in enumerate(plan.steps):
-            out = getattr(self, f"_op_{step.op}")(ctx, step, [ctx.regs[a] for a in step.args])
-            ctx.regs[k] = out
-            live += out.element_size() * out.numel()
-            peak = max(peak, live)
-            if step.kind == MASK:
-                mask_entries[k] = int(out.shape[1])
-            elif step.kind == EDGE:
-                edge_entries[k] = int(out.numel())
+        sizes: dict[int, int] = {}  # bytes of each live register (as if dense; see Trace)
+        entries: dict[int, int] = {}  # entries of each mask and edge value
+        for k, (step, op) in enumerate(zip(plan.steps, self._step_ops)):
+            out = op(ctx, step, [regs[a] for a in step.args])
+            regs[k] = out
+            sizes[k] = size = out.element_size() * out.numel()
+            if k in self._sized:
+                entries[k] = int(out.shape[-1]) if k in self._mask_steps else int(out.numel())
+            live += size
+            if live > peak:
+                peak = live
             for a in self._frees[k]:
-                t = ctx.regs.pop(a)
-                live -= t.element_size() * t.numel()
-        self.last_trace = Trace(mask_entries, edge_entries, peak, ctx.n, int(ctx.edges.shape[1]))
+                del regs[a]
+                live -= sizes[a]
+        mask_entries = {k: entries[k] for k in self._mask_steps}
+        edge_entries = {k: entries[k] for k in self._edge_steps}
+        trace = Trace(mask_entries, edge_entries, peak, ctx.n, int(ctx.edges.shape[1]))
+        self.__dict__["last_trace"] = trace  # a plain attribute: no nn.Module bookkeeping
         outs = [ctx.regs[o.register] for o in plan.outputs]
         if self.nonfinite == "error":
             for o, v in zip(plan.outputs, outs):
@@ -339,6 +390,10 @@ class CompiledModule(nn.Module):
         return ctx.batch.graph_label(g)
 
     def _finite(self, ctx: _Context, step: Step, v: Tensor, what: str) -> None:
+        # A finite sum means every entry is finite (inf and nan propagate through a sum); one
+        # reduction instead of a mask. A non-finite sum (overflow too) takes the exact look.
+        if v.is_floating_point() and math.isfinite(v.detach().sum().item()):
+            return
         bad = ~torch.isfinite(v)
         if bool(bad.any()):
             i = int(torch.nonzero(bad)[0, 0])
@@ -406,7 +461,9 @@ class CompiledModule(nn.Module):
     def _op_adjacency(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if ctx.edge_weight is not None:
             return ctx.edge_weight
-        return torch.ones(args[0].shape[1], dtype=ctx.dtype, device=ctx.device)
+        # 0/1 adjacency: ones on E as a stride-0 view (no memory); kernels that see the
+        # register in ctx.ones skip it altogether.
+        return torch.ones((), dtype=ctx.dtype, device=ctx.device).expand(args[0].shape[1])
 
     def _op_eye(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return (args[0][0] == args[0][1]).to(ctx.dtype)
@@ -446,25 +503,29 @@ class CompiledModule(nn.Module):
         index = mask.flip(0) if transposed else mask
         if index.shape[1] == 0:
             return h.new_zeros((ctx.n,))
+        unit = step.args[1] in ctx.ones  # A of a 0/1 graph: a value-less operator
         if sparse.resolve_backend(self.backend) == "torch_sparse" and vals.dim() == 1:
             key = (step.args[0], step.args[1], transposed)
             op = ctx.operators.get(key)
             if op is None:
                 from torch_sparse import SparseTensor
 
-                # is_sorted=False: torch_sparse checks the order in O(E) and sorts only if needed
-                # (a transposed mask is not row-sorted).
+                # A row-major mask needs no sort check; a transposed one is checked in O(E) and
+                # sorted only if needed. Every mask is in range: the edges were checked once
+                # (prepared_edges) and the mask kernels keep ids in range.
                 op = SparseTensor(
                     row=index[0],
                     col=index[1],
-                    value=vals.to(h.dtype),
+                    value=None if unit else vals.to(h.dtype),
                     sparse_sizes=(ctx.n, ctx.n),
-                    is_sorted=False,
+                    is_sorted=not transposed and step.args[0] in self._row_major,
+                    trust_data=True,
                 )
                 ctx.operators[key] = op
             out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
             return out if h.dim() == 2 else out.squeeze(-1)
-        return sparse.propagate(index, h, vals, num_nodes=ctx.n, backend=self.backend)
+        weight = None if unit else vals
+        return sparse.propagate(index, h, weight, num_nodes=ctx.n, backend=self.backend)
 
     def _op_readout(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if args[0].numel() == 0:
@@ -497,6 +558,11 @@ class CompiledModule(nn.Module):
         return args[0] - args[1]
 
     def _op_mul(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        a, b = step.args
+        if a in ctx.ones and args[0].shape == args[1].shape:
+            return args[1]  # 1 ⊙ M = M (e.g. A ⊙ A² of a 0/1 graph on E)
+        if b in ctx.ones and args[0].shape == args[1].shape:
+            return args[0]
         return args[0] * args[1]
 
     def _op_neg(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:

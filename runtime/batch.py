@@ -8,8 +8,8 @@ PyG ``Data``/``Batch`` as it is (duck-typed: PyG need not be installed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,10 @@ class Batch:
     x: torch.Tensor | None = None  # (N, d)
     edge_weight: torch.Tensor | None = None  # (E,)
     names: tuple[str | None, ...] = ()
+    # what cached() remembers, by name: (fingerprint of the index tensors, value)
+    _memo: dict[str, tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def num_nodes(self) -> int:
@@ -63,21 +67,93 @@ class Batch:
         nm = self.names[i] if i < len(self.names) else None
         return nm if nm else f"#{i}"
 
+    # -- per-batch memo ---------------------------------------------------------------------
+    def _fingerprint(self) -> tuple[Any, ...] | None:
+        """Identity and in-place-modification counters of the index tensors (``None`` for
+        inference-mode tensors, which keep no counter: nothing is remembered for them)."""
+        parts: list[Any] = []
+        for t in (self.edge_index, self.batch, self.ptr, self.edge_weight):
+            if t is None:
+                parts.append(None)
+                continue
+            if t.is_inference():
+                return None
+            parts.append((t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride())))
+        return tuple(parts)
+
+    def cached(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, remembered on this batch under ``name``: a value derived from its
+        edges (validation, coalesced edges) is computed once per batch. An in-place change of
+        ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it."""
+        fp = self._fingerprint()
+        hit = self._memo.get(name)
+        if fp is not None and hit is not None and hit[0] == fp:
+            return hit[1]
+        value = compute()
+        if fp is not None:
+            self._memo[name] = (fp, value)
+        return value
+
+    # -- validation ---------------------------------------------------------------------------
     def validate(self, *, allow_directed: bool = False, allow_self_loops: bool = False) -> Batch:
-        """Check ids in range, edges within one graph, no self-loops, symmetric edges."""
+        """Check ids in range, edges within one graph, no self-loops, symmetric edges.
+
+        A batch that passed is remembered (see :meth:`cached`): validating it again, e.g. on
+        every forward pass of a model over the same batch, costs O(1). Passing the strict checks
+        also vouches for the lax ones."""
+        fp = self._fingerprint()
+        if fp is not None:
+            for key in {(allow_directed, allow_self_loops), (False, False)}:
+                hit = self._memo.get(f"valid{key}")
+                if hit is not None and hit[0] == fp:
+                    return self
+        self._check(allow_directed, allow_self_loops)
+        if fp is not None:
+            self._memo[f"valid{(allow_directed, allow_self_loops)}"] = (fp, True)
+        return self
+
+    def check_range(self) -> None:
+        """Raise :class:`GraphError` unless every node id of ``edge_index`` is in ``0..N-1``
+        (remembered, see :meth:`cached`): the one check a kernel cannot do without."""
+
+        def check() -> bool:
+            n = self.num_nodes
+            if self.edge_index.numel():
+                lo, hi = (int(t) for t in torch.aminmax(self.edge_index))
+                if lo < 0 or hi >= n:
+                    bad = hi if hi >= n else lo
+                    raise GraphError(
+                        f"edge_index refers to node {bad} but the batch has {n} nodes", "batch"
+                    )
+            return True
+
+        self.cached("in_range", check)
+
+    def is_coalesced(self) -> bool:
+        """Whether the edges are sorted row-major without repeats (keys ``i·N + j`` strictly
+        increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`)."""
+
+        def check() -> bool:
+            ei = self.edge_index.to(torch.int64)
+            key = ei[0] * self.num_nodes + ei[1]
+            return key.numel() < 2 or bool((key[1:] > key[:-1]).all())
+
+        return bool(self.cached("coalesced", check))
+
+    def _check(self, allow_directed: bool, allow_self_loops: bool) -> None:
         n = self.num_nodes
         ei = self.edge_index
         if ei.dim() != 2 or ei.shape[0] != 2:
             raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
         if ei.dtype not in (torch.int64, torch.int32):
             raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
-        if ei.numel():
-            lo, hi = int(ei.min()), int(ei.max())
-            if lo < 0 or hi >= n:
-                bad = hi if hi >= n else lo
-                raise GraphError(
-                    f"edge_index refers to node {bad} but the batch has {n} nodes", "batch"
-                )
+        if not ei.numel():
+            return
+        self.check_range()
+        ei = ei.to(torch.int64)
+        # One graph (a constant batch vector, O(N) to see) has no edge between graphs.
+        b_lo, b_hi = torch.aminmax(self.batch)
+        if int(b_lo) != int(b_hi):
             cross = self.batch[ei[0]] != self.batch[ei[1]]
             if bool(cross.any()):
                 k = int(torch.nonzero(cross)[0])
@@ -87,46 +163,51 @@ class Batch:
                     f"to graph {self.graph_label(int(self.batch[v]))}",
                     "batch",
                 )
-            if not allow_self_loops:
-                loops = ei[0] == ei[1]
-                if bool(loops.any()):
-                    u = int(ei[0, torch.nonzero(loops)[0]])
-                    g = int(self.batch[u])
-                    raise GraphError(
-                        f"self-loop at node {u - int(self.ptr[g])}", self.graph_label(g)
-                    )
-            if not allow_directed:
-                key = ei[0].to(torch.int64) * n + ei[1]
-                rkey = ei[1].to(torch.int64) * n + ei[0]
-                # One sort serves the duplicate check and the reverse-edge lookup.
-                order = torch.argsort(key)
-                skey = key[order]
-                if self.edge_weight is None:
-                    if skey.numel() > 1 and bool((skey[1:] == skey[:-1]).any()):
-                        k = int(torch.nonzero(skey[1:] == skey[:-1])[0])
-                        u, v = int(skey[k] // n), int(skey[k] % n)
-                        g = int(self.batch[u])
-                        o = int(self.ptr[g])
-                        raise GraphError(
-                            f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g)
-                        )
-                pos = torch.searchsorted(skey, rkey).clamp(max=max(key.numel() - 1, 0))
-                found = skey[pos] == rkey
-                if self.edge_weight is not None:
-                    found &= self.edge_weight[order][pos] == self.edge_weight
-                missing = ~found
-                if bool(missing.any()):
-                    k = int(torch.nonzero(missing)[0])
-                    u, v = int(ei[0, k]), int(ei[1, k])
-                    g = int(self.batch[u])
-                    o = int(self.ptr[g])
-                    weight = " of the same weight" if self.edge_weight is not None else ""
-                    raise GraphError(
-                        f"edge ({u - o}, {v - o}) has no reverse edge ({v - o}, {u - o}){weight}: "
-                        "store both directions of each undirected edge",
-                        self.graph_label(g),
-                    )
-        return self
+        if not allow_self_loops:
+            loops = ei[0] == ei[1]
+            if bool(loops.any()):
+                u = int(ei[0, torch.nonzero(loops)[0]])
+                g = int(self.batch[u])
+                raise GraphError(f"self-loop at node {u - int(self.ptr[g])}", self.graph_label(g))
+        if not allow_directed:
+            if ei.device.type == "cpu" and self.is_coalesced():
+                # Sorted without repeats (Graph.edge_index, PyG): Aᵀ = A is a transpose by
+                # counting sort (scipy's CSR → CSC, O(N + E)) compared with A; only a failure
+                # takes the sort-based path below, which finds the first bad edge.
+                if _symmetric_sorted(ei, self.edge_weight, n):
+                    return
+            self._check_symmetric(ei, ei[0] * n + ei[1])
+
+    def _check_symmetric(self, ei: torch.Tensor, key: torch.Tensor) -> None:
+        """No edge stored twice (unweighted), and each edge's reverse stored (of equal weight)."""
+        n = self.num_nodes
+        rkey = ei[1] * n + ei[0]
+        # One sort serves the duplicate check and the reverse-edge lookup.
+        order = torch.argsort(key)
+        skey = key[order]
+        if self.edge_weight is None:
+            if skey.numel() > 1 and bool((skey[1:] == skey[:-1]).any()):
+                k = int(torch.nonzero(skey[1:] == skey[:-1])[0])
+                u, v = int(skey[k] // n), int(skey[k] % n)
+                g = int(self.batch[u])
+                o = int(self.ptr[g])
+                raise GraphError(f"edge ({u - o}, {v - o}) is stored twice", self.graph_label(g))
+        pos = torch.searchsorted(skey, rkey).clamp(max=max(key.numel() - 1, 0))
+        found = skey[pos] == rkey
+        if self.edge_weight is not None:
+            found &= self.edge_weight[order][pos] == self.edge_weight
+        missing = ~found
+        if bool(missing.any()):
+            k = int(torch.nonzero(missing)[0])
+            u, v = int(ei[0, k]), int(ei[1, k])
+            g = int(self.batch[u])
+            o = int(self.ptr[g])
+            weight = " of the same weight" if self.edge_weight is not None else ""
+            raise GraphError(
+                f"edge ({u - o}, {v - o}) has no reverse edge ({v - o}, {u - o}){weight}: "
+                "store both directions of each undirected edge",
+                self.graph_label(g),
+            )
 
     @staticmethod
     def from_graphs(graphs: Sequence[Graph], *, dtype: torch.dtype | None = None) -> Batch:
@@ -156,7 +237,11 @@ class Batch:
         ew = torch.cat(weights) if weighted else None
         if ew is not None and dtype is not None:
             ew = ew.to(dtype)
-        return Batch(edge_index, batch, ptr, x, ew, tuple(g.name for g in graphs))
+        out = Batch(edge_index, batch, ptr, x, ew, tuple(g.name for g in graphs))
+        # Each graph's edges are row-major without repeats (np.nonzero of its adjacency), and
+        # the offsets grow with the graphs: the stacked edges are coalesced too.
+        out.cached("coalesced", lambda: True)
+        return out
 
     def to_graphs(self) -> list[Graph]:
         """Split back into dense graphs (for the dense evaluator and tests)."""
@@ -170,6 +255,20 @@ class Batch:
             gr = _graph_from_local(ei[:, sel] - lo, hi - lo, w, self.graph_label(g), x)
             out.append(gr)
         return out
+
+
+def _symmetric_sorted(ei: torch.Tensor, weight: torch.Tensor | None, n: int) -> bool:
+    """Whether a row-major sorted edge list without repeats equals its transpose (weights too):
+    the CSC form of A, read as CSR, is Aᵀ with sorted rows; A = Aᵀ iff the arrays agree."""
+    import scipy.sparse as sps
+
+    row, col = ei[0].numpy(), ei[1].numpy()
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    data = np.ones(row.size, dtype=np.int8) if weight is None else weight.detach().cpu().numpy()
+    t = sps.csr_matrix((data, col, indptr), shape=(n, n)).tocsc()
+    same = np.array_equal(t.indptr, indptr) and np.array_equal(t.indices, col)
+    return same and (weight is None or np.array_equal(t.data, data))
 
 
 def _graph_from_local(ei: torch.Tensor, n: int, w: torch.Tensor | None, name: str, x: Any) -> Graph:

@@ -15,8 +15,10 @@ up. Every kernel here computes an exact identity of dense linear algebra:
 ``diag_of_product``    ``diag(A B)``, i.e. ``(A B)[i, i] = Σ_k A[i,k] B[k,i]``
 =====================  ========================================================================
 
-Backends: ``"torch_sparse"`` (``torch_sparse.SparseTensor`` and ``torch_scatter``) when those are
-importable, and ``"torch"`` (``index_add_``, ``scatter_reduce`` and sorted-key joins), always.
+Backends: ``"torch_sparse"`` (``torch_sparse.SparseTensor`` and ``torch_scatter``; its sampled
+product is torch's CSR product taken one block of rows at a time) when those are importable, and
+``"torch"`` (``index_add_``, ``scatter_reduce`` and sorted-key joins), always. The two compute
+every kernel differently, so each checks the other.
 Every function takes ``backend=``; ``None`` means the innermost :func:`use_backend` choice, else
 :func:`default_backend`. Gradients flow through values (and through ``h`` / ``src``) on both
 backends, in float32 and float64. Second derivatives: everything on ``"torch"``, and the products
@@ -353,33 +355,84 @@ def _sampled_torch(ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor,
     return _uncol(acc.index_select(0, inverse), wa, wb)
 
 
-def _sampled_torch_sparse_raw(
+#: Product terms (paths i → k → j) per row block of a blocked sampled product: a block's
+#: partial product and the mask rows it is read at stay in cache, so the time per term does not
+#: grow with the graph (one product of the whole graph would sort/scan arrays far beyond cache).
+SAMPLED_BLOCK_TERMS = 1 << 18
+
+
+def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    """``(index, values)`` sorted row-major with repeated entries added up (torch's CSR product
+    needs both: with repeats it can crash)."""
+    key = index[0] * n + index[1]
+    if is_coalesced(key):
+        return index, values
+    uniq, inverse = torch.unique(key, sorted=True, return_inverse=True)
+    summed = values.new_zeros((uniq.numel(), *values.shape[1:])).index_add_(0, inverse, values)
+    return torch.stack([uniq // max(n, 1), uniq % max(n, 1)]), summed
+
+
+def _row_ptr(rows: Tensor, n: int) -> Tensor:
+    ptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    ptr[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
+    return ptr
+
+
+def _sampled_blocked_raw(
     ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor, n: int
 ) -> Tensor:
-    """Forward only (no autograd): ``A B`` by torch_sparse, then gathered at the mask."""
-    ts = _ts()
+    """Forward only (no autograd): ``(A B)|_mask`` by torch's CSR product, one block of rows of
+    ``A`` at a time (:data:`SAMPLED_BLOCK_TERMS`), each block's product read at the mask's
+    entries of those rows. Entries stored twice in ``A`` or ``B`` add up (CSR products sum
+    them before the product); a mask entry listed twice gets its value twice."""
     wa2, wb2 = _col(wa), _col(wb)
     channels = max(wa2.shape[1], wb2.shape[1])
+    dtype = torch.promote_types(wa.dtype, wb.dtype)
+    device = mask.device
+    ia, wa2 = _coalesced(ia, wa2.to(dtype), n)
+    ib, wb2 = _coalesced(ib, wb2.to(dtype), n)
     mkey = mask[0] * n + mask[1]
-    outs = []
-    for c in range(channels):
-        va = wa2[:, c if wa2.shape[1] > 1 else 0].contiguous()
-        vb = wb2[:, c if wb2.shape[1] > 1 else 0].contiguous()
-        a = ts.SparseTensor(row=ia[0], col=ia[1], value=va, sparse_sizes=(n, n))
-        b = ts.SparseTensor(row=ib[0], col=ib[1], value=vb, sparse_sizes=(n, n))
-        row, col, val = _ts_product(a, b).coo()
-        dtype = torch.promote_types(va.dtype, vb.dtype)
-        if val is None:
-            val = torch.ones(row.numel(), dtype=dtype, device=row.device)
-        ckey, cval = _coalesce_torch(torch.stack([row, col]), val.to(dtype), n)
-        key = ckey[0] * n + ckey[1]
-        pos = torch.searchsorted(key, mkey).clamp(max=max(key.numel() - 1, 0))
-        hit = (key[pos] == mkey) if key.numel() else torch.zeros_like(mkey, dtype=torch.bool)
-        out = torch.zeros(mkey.numel(), dtype=dtype, device=mkey.device)
-        out[hit] = cval[pos[hit]]
-        outs.append(out)
-    out = torch.stack(outs, 1)
-    return _uncol(out, wa, wb)
+    if is_coalesced(mkey):  # masks the compiler builds are (edges, compositions, unions)
+        uniq, inverse, urow, ucol = mkey, None, mask[0], mask[1]
+    else:
+        uniq, inverse = torch.unique(mkey, sorted=True, return_inverse=True)
+        urow, ucol = uniq // max(n, 1), uniq % max(n, 1)
+    out = torch.zeros((uniq.numel(), channels), dtype=dtype, device=device)
+    if uniq.numel() == 0 or ia.shape[1] == 0 or ib.shape[1] == 0:
+        return _uncol(out if inverse is None else out.index_select(0, inverse), wa, wb)
+    ptr_a, ptr_b, ptr_m = _row_ptr(ia[0], n), _row_ptr(ib[0], n), _row_ptr(urow, n)
+    # terms of row i: Σ over A's entries (i, k) of the entries of B's row k
+    deg_b = ptr_b[1:] - ptr_b[:-1]
+    terms = torch.zeros(n, dtype=torch.int64, device=device).index_add_(0, ia[0], deg_b[ia[1]])
+    total = torch.cumsum(terms, 0)
+    budget = SAMPLED_BLOCK_TERMS
+    marks = torch.arange(budget, max(int(total[-1]), budget), budget, device=device)
+    bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
+        for c in range(channels):
+            va = wa2[:, c if wa2.shape[1] > 1 else 0].to(dtype).contiguous()
+            vb = wb2[:, c if wb2.shape[1] > 1 else 0].to(dtype).contiguous()
+            b = torch.sparse_csr_tensor(ptr_b, ib[1].contiguous(), vb, (n, n))
+            for r0, r1 in zip(bounds[:-1], bounds[1:]):
+                a0, a1 = int(ptr_a[r0]), int(ptr_a[r1])
+                m0, m1 = int(ptr_m[r0]), int(ptr_m[r1])
+                if r1 <= r0 or a1 == a0 or m1 == m0:
+                    continue
+                a = torch.sparse_csr_tensor(
+                    ptr_a[r0 : r1 + 1] - a0, ia[1, a0:a1].contiguous(), va[a0:a1], (r1 - r0, n)
+                )
+                prod = torch.sparse.mm(a, b)
+                cptr = prod.crow_indices()
+                crow = torch.repeat_interleave(
+                    torch.arange(r1 - r0, device=device), cptr[1:] - cptr[:-1]
+                )
+                ckey = crow * n + prod.col_indices()  # rows within a row unsorted: no matter
+                mk = (urow[m0:m1] - r0) * n + ucol[m0:m1]
+                pos = torch.searchsorted(mk, ckey).clamp(max=m1 - m0 - 1)
+                hit = mk[pos] == ckey
+                out[m0:m1, c].index_add_(0, pos[hit], prod.values()[hit])
+    return _uncol(out if inverse is None else out.index_select(0, inverse), wa, wb)
 
 
 class _SampledProduct(torch.autograd.Function):
@@ -455,7 +508,7 @@ def sampled_product(
         raise GraphError(f"w_a has {wa.shape[1]} channels but w_b has {wb.shape[1]}")
     if name == "torch":
         return _sampled_torch(ia, wa, ib, wb, mask, int(num_nodes))
-    out = _SampledProduct.apply(wa, wb, ia, ib, mask, int(num_nodes), _sampled_torch_sparse_raw)
+    out = _SampledProduct.apply(wa, wb, ia, ib, mask, int(num_nodes), _sampled_blocked_raw)
     assert isinstance(out, Tensor)
     return out
 
