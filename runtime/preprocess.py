@@ -4,7 +4,10 @@ Everything here is computed once per graph (numpy, float64) and kept in an expli
 :class:`PreprocessCache` that the caller owns. A cache entry is filed under a :class:`CacheKey`
 made of the transform's name, a fingerprint of the graph (sha256 of ``n``, the bytes of its
 local ``edge_index`` and of its edge weights) and *every* parameter of the transform, so a changed
-parameter can never read a stale entry.
+parameter can never read a stale entry. Finding the key is cheap: a :class:`~runtime.graphs.Graph`
+(immutable) is fingerprinted once per cache; a batch's graphs are fingerprinted straight from
+the batch's arrays, and a batch object seen before (evaluation reuses its batches every epoch)
+gets its assembled result back after an exact comparison of its arrays with the ones it had.
 
 GNNML3 supports (paper Algorithm 1, Appendix "Datasets and Application Details"): on the
 receptive field ``M = (A + I)^r > 0`` (``r = 1``: ``M = A + I``), with ``B = U diag(λ) Uᵀ`` the
@@ -22,10 +25,12 @@ normalised Laplacian (or the adjacency),
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -68,15 +73,26 @@ class LocalGraph:
 
     def fingerprint(self) -> str:
         """sha256 of ``n``, the edge_index bytes and the edge weights' bytes."""
-        h = hashlib.sha256()
-        h.update(f"n={self.num_nodes};E={self.edge_index.shape[1]};".encode())
-        h.update(self.edge_index.detach().cpu().to(torch.int64).contiguous().numpy().tobytes())
-        if self.edge_weight is None:
-            h.update(b";unweighted")
-        else:
+        ei = self.edge_index.detach().cpu().to(torch.int64).contiguous().numpy()
+        w = None
+        if self.edge_weight is not None:
             w = self.edge_weight.detach().cpu().to(torch.float64).contiguous().numpy()
-            h.update(b";weights=" + w.tobytes())
-        return h.hexdigest()
+        return _fingerprint(self.num_nodes, ei[0], ei[1], w)
+
+
+def _fingerprint(n: int, rows: np.ndarray, cols: np.ndarray, weight: np.ndarray | None) -> str:
+    """sha256 of ``n``, the local edge_index (rows then columns, int64) and the float64 weights:
+    hashing the (2, E) array's bytes is hashing its row bytes, then its column bytes."""
+    h = hashlib.sha256()
+    h.update(f"n={n};E={rows.size};".encode())
+    h.update(np.ascontiguousarray(rows, dtype=np.int64).data)
+    h.update(np.ascontiguousarray(cols, dtype=np.int64).data)
+    if weight is None:
+        h.update(b";unweighted")
+    else:
+        h.update(b";weights=")
+        h.update(np.ascontiguousarray(weight, dtype=np.float64).data)
+    return h.hexdigest()
 
 
 def as_local_graph(obj: Any) -> LocalGraph:
@@ -90,25 +106,52 @@ def as_local_graph(obj: Any) -> LocalGraph:
     return LocalGraph(ei, g.num_nodes, w)
 
 
+@dataclass(frozen=True, eq=False)
+class _BatchEdges:
+    """A batch's edges grouped by graph (stable: a graph's edges keep their order), local ids."""
+
+    local: np.ndarray  # (2, E) int64, C-contiguous
+    weight: np.ndarray | None  # (E,) float64
+    bounds: np.ndarray  # (G + 1,): graph k owns edges bounds[k]:bounds[k + 1]
+    sizes: np.ndarray  # (G,) nodes per graph
+
+    def fingerprint(self, k: int) -> str:
+        """The fingerprint of graph ``k`` (equal to its :class:`LocalGraph`'s)."""
+        lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
+        w = None if self.weight is None else self.weight[lo:hi]
+        return _fingerprint(int(self.sizes[k]), self.local[0, lo:hi], self.local[1, lo:hi], w)
+
+    def graph(self, k: int) -> LocalGraph:
+        lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
+        w = None if self.weight is None else torch.from_numpy(self.weight[lo:hi].copy())
+        return LocalGraph(torch.from_numpy(self.local[:, lo:hi].copy()), int(self.sizes[k]), w)
+
+
+def _batch_edges(batch: Batch) -> _BatchEdges:
+    ei = batch.edge_index.detach().cpu().to(torch.int64).numpy()
+    ptr = batch.ptr.detach().cpu().to(torch.int64).numpy()
+    g = batch.num_graphs
+    w = None
+    if batch.edge_weight is not None:
+        w = batch.edge_weight.detach().cpu().to(torch.float64).reshape(-1).numpy()
+    if ei.shape[1] == 0:
+        local = np.zeros((2, 0), dtype=np.int64)
+        bounds = np.zeros(g + 1, dtype=np.int64)
+    else:
+        gid = batch.batch.detach().cpu().to(torch.int64).numpy()[ei[0]]
+        if bool((gid[1:] < gid[:-1]).any()):  # PyG and from_graphs keep a graph's edges together
+            order = np.argsort(gid, kind="stable")
+            ei, gid = ei[:, order], gid[order]
+            w = None if w is None else w[order]
+        local = np.ascontiguousarray(ei - ptr[gid])
+        bounds = np.searchsorted(gid, np.arange(g + 1), side="left")
+    return _BatchEdges(local, w, bounds, ptr[1:] - ptr[:-1])
+
+
 def split_batch(batch: Batch) -> list[LocalGraph]:
     """The graphs of a batch, each with local ids (edges keep their order within a graph)."""
-    ei = batch.edge_index.detach().cpu()
-    ptr = batch.ptr.detach().cpu()
-    g = batch.num_graphs
-    gid = batch.batch.detach().cpu()[ei[0]] if ei.numel() else ei[0]
-    order = torch.argsort(gid, stable=True)
-    counts = torch.bincount(gid, minlength=g).tolist() if ei.numel() else [0] * g
-    parts = torch.split(order, counts)
-    ew = None if batch.edge_weight is None else batch.edge_weight.detach().cpu()
-    out = []
-    for k in range(g):
-        sel = parts[k]
-        off = int(ptr[k])
-        local = ei[:, sel] - off
-        out.append(
-            LocalGraph(local, int(ptr[k + 1]) - off, None if ew is None else ew[sel].reshape(-1))
-        )
-    return out
+    edges = _batch_edges(batch)
+    return [edges.graph(k) for k in range(batch.num_graphs)]
 
 
 # --------------------------------------------------------------------------- cache
@@ -135,8 +178,13 @@ class PreprocessCache:
             raise MatlangError(f"max_entries must be at least 1, got {max_entries}")
         self.max_entries = max_entries
         self._store: OrderedDict[CacheKey, Any] = OrderedDict()
+        # Identity memos, weak so that they die with their graph or batch.
+        self._fingerprints: weakref.WeakKeyDictionary[Graph, str] = weakref.WeakKeyDictionary()
+        self._batches: weakref.WeakKeyDictionary[Batch, _BatchMemo] = weakref.WeakKeyDictionary()
         self.hits = 0
         self.misses = 0
+        #: whole-batch results served to a batch object seen before
+        self.batch_hits = 0
 
     def get_or_compute(self, key: CacheKey, compute: Callable[[], T]) -> T:
         """The entry under ``key``, computing and storing it first when absent."""
@@ -151,6 +199,32 @@ class PreprocessCache:
             self._store.popitem(last=False)
         return value
 
+    def fingerprint(self, graph: Any) -> str:
+        """The graph's fingerprint; a :class:`~runtime.graphs.Graph`'s is computed once (its
+        adjacency is read-only, like the edge arrays it caches on itself)."""
+        if not isinstance(graph, Graph):
+            return as_local_graph(graph).fingerprint()
+        fp = self._fingerprints.get(graph)
+        if fp is None:
+            fp = as_local_graph(graph).fingerprint()
+            self._fingerprints[graph] = fp
+        return fp
+
+    def get_or_compute_batch(self, batch: Batch, key: Hashable, compute: Callable[[], T]) -> T:
+        """A whole-batch result: served again to the same batch object when its arrays still
+        equal (exactly) those it was computed from, else computed (per-graph entries still
+        come from the cache) and remembered."""
+        memo = self._batches.get(batch)
+        if memo is None or not memo.matches(batch):
+            memo = _BatchMemo.of(batch)
+            self._batches[batch] = memo
+        elif key in memo.results:
+            self.batch_hits += 1
+            return memo.results[key]
+        value = compute()
+        memo.results[key] = value
+        return value
+
     def __contains__(self, key: object) -> bool:
         return key in self._store
 
@@ -162,22 +236,85 @@ class PreprocessCache:
 
     def clear(self) -> None:
         self._store.clear()
-        self.hits = self.misses = 0
+        self._fingerprints.clear()
+        self._batches.clear()
+        self.hits = self.misses = self.batch_hits = 0
 
     def __repr__(self) -> str:
-        return f"PreprocessCache(entries={len(self)}, hits={self.hits}, misses={self.misses})"
+        return (
+            f"PreprocessCache(entries={len(self)}, hits={self.hits}, misses={self.misses}, "
+            f"batch_hits={self.batch_hits})"
+        )
+
+
+def _same(a: Tensor | None, b: Tensor | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b))
+
+
+@dataclass(frozen=True, eq=False)
+class _BatchMemo:
+    """Copies of the arrays a batch's results were computed from, and those results."""
+
+    edge_index: Tensor
+    batch: Tensor
+    ptr: Tensor
+    edge_weight: Tensor | None
+    results: dict[Hashable, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def of(b: Batch) -> _BatchMemo:
+        ew = None if b.edge_weight is None else b.edge_weight.detach().clone()
+        return _BatchMemo(
+            b.edge_index.detach().clone(), b.batch.detach().clone(), b.ptr.detach().clone(), ew
+        )
+
+    def matches(self, b: Batch) -> bool:
+        """The batch still holds exactly these arrays (tensors are mutable in place)."""
+        return (
+            _same(self.edge_index, b.edge_index)
+            and _same(self.ptr, b.ptr)
+            and _same(self.batch, b.batch)
+            and _same(self.edge_weight, b.edge_weight)
+        )
 
 
 def _cached(
     cache: PreprocessCache | None,
     transform: str,
-    graph: LocalGraph,
+    graph: Any,
     params: tuple[tuple[str, Any], ...],
-    compute: Callable[[], T],
+    compute: Callable[[LocalGraph], T],
 ) -> T:
+    """``compute`` of one graph, through the cache; the graph is converted only on a miss."""
     if cache is None:
-        return compute()
-    return cache.get_or_compute(CacheKey(transform, graph.fingerprint(), params), compute)
+        return compute(as_local_graph(graph))
+    key = CacheKey(transform, cache.fingerprint(graph), params)
+    return cache.get_or_compute(key, lambda: compute(as_local_graph(graph)))
+
+
+def _per_graph(
+    cache: PreprocessCache | None,
+    transform: str,
+    batch: Batch,
+    params: tuple[tuple[str, Any], ...],
+    compute: Callable[[LocalGraph], T],
+) -> list[T]:
+    """``compute`` of every graph of a batch, through the cache; fingerprints come straight
+    from the batch's arrays and only missing graphs are built."""
+    edges = _batch_edges(batch)
+    if cache is None:
+        return [compute(edges.graph(k)) for k in range(batch.num_graphs)]
+    out = []
+    for k in range(batch.num_graphs):
+        key = CacheKey(transform, edges.fingerprint(k), params)
+        out.append(cache.get_or_compute(key, functools.partial(_compute_graph, compute, edges, k)))
+    return out
+
+
+def _compute_graph(compute: Callable[[LocalGraph], T], edges: _BatchEdges, k: int) -> T:
+    return compute(edges.graph(k))
 
 
 # --------------------------------------------------------------------------- spectra
@@ -215,9 +352,8 @@ def spectrum(
 ) -> Spectrum:
     """The eigendecomposition of ``basis`` (Laplacian eigenvalues clipped at 0 from below)."""
     _check_basis(basis)
-    lg = as_local_graph(graph)
 
-    def compute() -> Spectrum:
+    def compute(lg: LocalGraph) -> Spectrum:
         b = basis_matrix(lg, basis)
         if b.shape[0] == 0:
             lam, u = np.zeros(0), np.zeros((0, 0))
@@ -231,7 +367,7 @@ def spectrum(
         u.setflags(write=False)
         return Spectrum(lam, u)
 
-    return _cached(cache, "spectrum", lg, (("basis", basis),), compute)
+    return _cached(cache, "spectrum", graph, (("basis", basis),), compute)
 
 
 def lambda_max(
@@ -239,9 +375,11 @@ def lambda_max(
 ) -> float:
     """The largest eigenvalue of ``basis`` for this graph (0.0 for a graph without nodes)."""
     _check_basis(basis)
-    lg = as_local_graph(graph)
+    return _cached(cache, "lambda_max", graph, (("basis", basis),), _lambda_max(basis))
 
-    def compute() -> float:
+
+def _lambda_max(basis: Basis) -> Callable[[LocalGraph], float]:
+    def compute(lg: LocalGraph) -> float:
         b = basis_matrix(lg, basis)
         if b.shape[0] == 0:
             return 0.0
@@ -249,7 +387,7 @@ def lambda_max(
             raise GraphError("a spectrum needs a symmetric adjacency (undirected graph)")
         return float(np.linalg.eigvalsh(b)[-1])
 
-    return _cached(cache, "lambda_max", lg, (("basis", basis),), compute)
+    return compute
 
 
 def batch_lambda_max(
@@ -260,7 +398,8 @@ def batch_lambda_max(
     dtype: torch.dtype = torch.float64,
 ) -> Tensor:
     """λmax of every graph of the batch, shape ``(G,)``."""
-    vals = [lambda_max(g, basis, cache=cache) for g in split_batch(batch)]
+    _check_basis(basis)
+    vals = _per_graph(cache, "lambda_max", batch, (("basis", basis),), _lambda_max(basis))
     return torch.tensor(vals, dtype=dtype, device=batch.edge_index.device)
 
 
@@ -352,9 +491,11 @@ def gnnml3_supports(
 ) -> Supports:
     """GNNML3's initial supports ``C'`` of one graph (local ids, float64; Algorithm 1)."""
     cfg = SupportConfig() if config is None else config
-    lg = as_local_graph(graph)
+    return _cached(cache, "gnnml3_supports", graph, cfg.key(), _supports(cfg))
 
-    def compute() -> Supports:
+
+def _supports(cfg: SupportConfig) -> Callable[[LocalGraph], Supports]:
+    def compute(lg: LocalGraph) -> Supports:
         m = receptive_field_mask(lg, cfg.receptive_field)
         rows, cols = np.nonzero(m)
         cols_out: list[np.ndarray] = []
@@ -378,7 +519,7 @@ def gnnml3_supports(
         ei = torch.from_numpy(np.stack([rows, cols]).astype(np.int64))
         return Supports(ei, torch.from_numpy(np.ascontiguousarray(attr)), cfg.names)
 
-    return _cached(cache, "gnnml3_supports", lg, cfg.key(), compute)
+    return compute
 
 
 def batch_supports(
@@ -390,17 +531,23 @@ def batch_supports(
 ) -> Supports:
     """GNNML3 supports of every graph of a batch, with global node ids."""
     cfg = SupportConfig() if config is None else config
-    parts = [gnnml3_supports(g, cfg, cache=cache) for g in split_batch(batch)]
-    offsets = batch.ptr.detach().cpu()[:-1].tolist()
+    dt = dtype or torch.get_default_dtype()
     device = batch.edge_index.device
-    if parts:
-        ei = torch.cat([p.edge_index + off for p, off in zip(parts, offsets, strict=True)], 1)
-        attr = torch.cat([p.edge_attr for p in parts], 0)
-    else:
-        ei = torch.zeros(2, 0, dtype=torch.int64)
-        attr = torch.zeros(0, cfg.num_supports, dtype=torch.float64)
-    attr = attr.to(device=device, dtype=dtype or torch.get_default_dtype())
-    return Supports(ei.to(device), attr, cfg.names)
+
+    def assemble() -> Supports:
+        parts = _per_graph(cache, "gnnml3_supports", batch, cfg.key(), _supports(cfg))
+        offsets = batch.ptr.detach().cpu()[:-1].tolist()
+        if parts:
+            ei = torch.cat([p.edge_index + off for p, off in zip(parts, offsets, strict=True)], 1)
+            attr = torch.cat([p.edge_attr for p in parts], 0)
+        else:
+            ei = torch.zeros(2, 0, dtype=torch.int64)
+            attr = torch.zeros(0, cfg.num_supports, dtype=torch.float64)
+        return Supports(ei.to(device), attr.to(device=device, dtype=dt), cfg.names)
+
+    if cache is None:
+        return assemble()
+    return cache.get_or_compute_batch(batch, ("gnnml3_supports", cfg.key(), dt, device), assemble)
 
 
 __all__ = [

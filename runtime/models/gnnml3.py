@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from matlang.errors import GraphError, MatlangError
 from runtime import sparse
@@ -20,6 +22,143 @@ from runtime.models.base import (
     resolve_activation,
 )
 from runtime.preprocess import Basis, PreprocessCache, SupportConfig, Supports, batch_supports
+
+
+class SupportOperator:
+    r"""The pattern of ``M`` (its edges), prepared once for ``Σ_s C^{(s)} H_s`` with any values.
+
+    All supports live on the same pattern, so they are one matrix:
+
+    .. math::
+        \sum_s C^{(s)} H_s = \big[C^{(0)} \cdots C^{(S-1)}\big]
+            \begin{bmatrix} H_0 \\ \vdots \\ H_{S-1} \end{bmatrix}
+
+    an ``N × N·S`` CSR matrix whose column ``j·S + s`` holds ``C^{(s)}[:, j]`` (so its values
+    are the ``(E_M, S)`` edge features read row by row), times ``H`` ``(N, S, C)`` read as
+    ``(N·S, C)``: one sparse product per layer instead of one per support. The pattern (row
+    pointers, the transposed pattern for gradients) is built once per forward pass and shared
+    by every layer, whose supports ``C`` differ only in their values.
+
+    Args:
+        edge_index: ``(2, E_M)`` the edges of ``M`` (row ``i`` receives from column ``j``), in
+            any order; an entry stored twice adds up.
+        num_nodes: ``N``.
+        num_supports: ``S``.
+    """
+
+    def __init__(self, edge_index: Tensor, num_nodes: int, num_supports: int) -> None:
+        ei = sparse._index(edge_index)
+        n, s = int(num_nodes), int(num_supports)
+        self.num_nodes, self.num_supports, self.num_edges = n, s, int(ei.shape[1])
+        #: edge → entry of the coalesced pattern, when the edges are not already sorted
+        #: row-major without repeats (GNNML3's supports are).
+        self._inverse: Tensor | None = None
+        row, col = ei[0], ei[1]
+        key = row * n + col
+        if not sparse.is_coalesced(key):
+            key, self._inverse = torch.unique(key, sorted=True, return_inverse=True)
+            row, col = key // max(n, 1), key % max(n, 1)
+        self.num_entries = int(key.numel())
+        self._row, self._pattern_col = row, col
+        self._supports = torch.arange(s, device=ei.device)
+        # entry (i, j) of C^(s) is entry (i, j·S + s) of [C^(0) … C^(S-1)]: each entry of M
+        # becomes S consecutive entries of the same row, so the rows stay sorted
+        self._crow = _row_pointers(row, n) * s
+        self._col = (col.unsqueeze(1) * s + self._supports).reshape(-1)
+        self._transpose: tuple[Tensor, Tensor, Tensor] | None = None
+
+    def _transposed_pattern(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Row pointers and columns of ``[C^{(0)ᵀ}; …; C^{(S-1)ᵀ}]`` (S·N × N: the supports
+        transposed, stacked) and M's entries column by column; built on the first backward
+        pass. Every block has the pattern of Mᵀ, so one block is built and repeated."""
+        if self._transpose is None:
+            n, s, e = self.num_nodes, self.num_supports, self.num_entries
+            row, col = self._row, self._pattern_col
+            by_col = torch.argsort(col * n + row)  # M's entries column by column, rows ascending
+            block = _row_pointers(col, n)
+            offsets = torch.arange(s, device=col.device).unsqueeze(1) * e
+            crow = torch.cat([(block[:-1] + offsets).reshape(-1), block.new_tensor([s * e])])
+            self._transpose = (crow, row[by_col].repeat(s), by_col)
+        return self._transpose
+
+    def matrix(self, values: Tensor) -> Tensor:
+        """``[C^{(0)} … C^{(S-1)}]`` with ``values`` ``(E·S,)`` in entry order."""
+        size = (self.num_nodes, self.num_nodes * self.num_supports)
+        return _csr(self._crow, self._col, values, size)
+
+    def transposed_product(self, values: Tensor, grad: Tensor) -> Tensor:
+        """``[C^{(0)} … C^{(S-1)}]ᵀ grad``, ``(N·S, C)`` with row ``j·S + s``."""
+        n, s, e = self.num_nodes, self.num_supports, self.num_entries
+        crow, col, by_col = self._transposed_pattern()
+        # block s holds C^(s)ᵀ: the values of support s, column by column
+        v = values.reshape(e, s)[by_col].t().reshape(-1)
+        out = _csr(crow, col, v, (s * n, n)) @ grad
+        return out.reshape(s, n, -1).transpose(0, 1).reshape(n * s, -1)
+
+    def propagate(self, h: Tensor, support: Tensor) -> Tensor:
+        """``Σ_s C^{(s)} h[:, s]``, ``C^{(s)}[i, j] = support[e, s]`` on the edges ``e = (i, j)``.
+
+        Shapes:
+            h: ``(N, S, C)``; support: ``(E_M, S)``; out: ``(N, C)``.
+        """
+        n, s = self.num_nodes, self.num_supports
+        if tuple(h.shape[:2]) != (n, s) or tuple(support.shape) != (self.num_edges, s):
+            raise GraphError(
+                f"the support operator is for {n} nodes, {self.num_edges} edges and {s} "
+                f"supports, got h {tuple(h.shape)} and supports {tuple(support.shape)}"
+            )
+        c = support.to(h.dtype)
+        if h.shape[2] == 0 or self.num_entries == 0:
+            return h.new_zeros((n, h.shape[2]))
+        if self._inverse is not None:  # repeated entries add up: C = Σ over stored entries
+            c = c.new_zeros((self.num_entries, s)).index_add_(0, self._inverse, c)
+        out: Tensor = _SupportProduct.apply(c.reshape(-1), h.reshape(n * s, -1), self)
+        return out
+
+
+def _row_pointers(rows: Tensor, n: int) -> Tensor:
+    ptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    ptr[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
+    return ptr
+
+
+def _csr(crow: Tensor, col: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    with warnings.catch_warnings():
+        # torch marks CSR as beta; these products are tested against the reference kernels
+        warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
+        return torch.sparse_csr_tensor(
+            crow, col, values, size, dtype=values.dtype, check_invariants=False
+        )
+
+
+class _SupportProduct(torch.autograd.Function):
+    """``out = C H`` for the CSR matrix ``C`` of :class:`SupportOperator`, differentiable in its
+    values and in ``H``: ``∂L/∂H = Cᵀ G`` and ``∂L/∂C[i, k] = G[i] · H[k]`` on the pattern (a
+    sampled product), with ``G = ∂L/∂out``."""
+
+    @staticmethod
+    def forward(ctx: Any, values: Tensor, h: Tensor, op: SupportOperator) -> Tensor:
+        ctx.save_for_backward(values, h)
+        ctx.op = op
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
+            return op.matrix(values) @ h
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+        values, h = ctx.saved_tensors
+        op: SupportOperator = ctx.op
+        grad = grad.contiguous()
+        grad_values = grad_h = None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
+            if ctx.needs_input_grad[0]:
+                pattern = op.matrix(torch.zeros_like(values))
+                grad_values = torch.sparse.sampled_addmm(pattern, grad, h.t(), beta=0.0).values()
+            if ctx.needs_input_grad[1]:
+                grad_h = op.transposed_product(values, grad)
+        return grad_values, grad_h, None
 
 
 class GNNML3Conv(nn.Module):
@@ -54,6 +193,14 @@ class GNNML3Conv(nn.Module):
         product_bias: biases in ``mlp_5`` and ``mlp_6``.
         activation: ``σ`` (name or callable).
         product_activation: the activation inside ``mlp_5`` and ``mlp_6``.
+        local_supports: learn ``C = ReLU(mlp_4(z(C')) − mlp_4(z(0)))`` with
+            ``z = mlp_1 ‖ mlp_2 ⊙ mlp_3``, so that ``C`` vanishes where every ``C'^{(s)}`` does.
+            Eq. 7 as written (``False``) gives every entry of ``M`` a positive weight whatever
+            ``C'`` is there (``sigmoid(0) = ½``); on a receptive field of r hops that makes
+            ``C`` a sum over the whole r-hop ball, whose row sums grow with the ball (on the
+            30×30 grid, r = 5: ~54 entries per row, activations ×20 per layer, 1e7 after 4
+            layers). The authors' code keeps ``C'`` as it is for filtering, and its learned
+            variant uses bias-free layers with ``f(0) = 0``.
 
     Shapes:
         x: ``(N, in_channels)``; edge_index: ``(2, E_M)`` the edges of ``M``; support:
@@ -71,6 +218,7 @@ class GNNML3Conv(nn.Module):
         product_bias: bool = True,
         activation: Activation = "relu",
         product_activation: Activation = "identity",
+        local_supports: bool = False,
     ) -> None:
         super().__init__()
         s = num_supports
@@ -105,6 +253,7 @@ class GNNML3Conv(nn.Module):
                 self.bias6 = nn.Parameter(torch.zeros(p))
         glorot(self.weight)
         self.activation, self.product_activation = activation, product_activation
+        self.local_supports = local_supports
         self._act = resolve_activation(activation)
         self._prod_act = resolve_activation(product_activation)
 
@@ -166,11 +315,21 @@ class GNNML3Conv(nn.Module):
         """``C`` on the edges of ``M`` from ``C'`` (Eq. 7), ``(E_M, S) → (E_M, S)``."""
         if not self.learn_supports:
             return support
-        assert self.support_mlp1 and self.support_mlp2 and self.support_mlp3 and self.support_mlp4
+        assert self.support_mlp4 is not None
+        z = self._support_features(support)
+        if not self.local_supports:
+            return torch.relu(self.support_mlp4(z))
+        # mlp_4(z(C')) − mlp_4(z(0)) = W_4 (z(C') − z(0)): exactly 0 where every C'^(s) is 0
+        z0 = self._support_features(support.new_zeros((1, support.shape[1])))
+        return torch.relu(nn.functional.linear(z - z0, self.support_mlp4.weight))
+
+    def _support_features(self, support: Tensor) -> Tensor:
+        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` (sigmoids), ``(E, S) → (E, 4S)``."""
+        assert self.support_mlp1 and self.support_mlp2 and self.support_mlp3
         a = torch.sigmoid(self.support_mlp1(support))
         b = torch.sigmoid(self.support_mlp2(support))
         c = torch.sigmoid(self.support_mlp3(support))
-        return torch.relu(self.support_mlp4(torch.cat([a, b * c], dim=-1)))
+        return torch.cat([a, b * c], dim=-1)
 
     def forward(
         self,
@@ -178,18 +337,25 @@ class GNNML3Conv(nn.Module):
         edge_index: Tensor,
         support: Tensor,
         backend: str | None = None,
+        operator: SupportOperator | None = None,
     ) -> Tensor:
+        """``operator``: ``M``'s pattern prepared once for several layers (built from
+        ``edge_index`` when not given)."""
         if support.dim() != 2 or support.shape[1] != self.num_supports:
             raise GraphError(
                 f"the layer has {self.num_supports} supports but got edge features of shape "
                 f"{tuple(support.shape)}"
             )
-        c = self.learned_supports(support.to(x.dtype))
-        conv = x.new_zeros(x.shape[0], self.out_channels)
-        for s in range(self.num_supports):
-            conv = conv + sparse.propagate(
-                edge_index, x @ self.weight[s], c[:, s], num_nodes=x.shape[0], backend=backend
+        if support.shape[0] != edge_index.shape[1]:
+            raise GraphError(
+                f"{support.shape[0]} support rows for {edge_index.shape[1]} edges of M"
             )
+        n, s = x.shape[0], self.num_supports
+        op = SupportOperator(edge_index, n, s) if operator is None else operator
+        c = self.learned_supports(support.to(x.dtype))
+        # H_s = x W_s for every s at once: (N, in) @ (in, S·out), read as (N, S, out)
+        h = x @ self.weight.permute(1, 0, 2).reshape(self.in_channels, s * self.out_channels)
+        conv = op.propagate(h.reshape(n, s, self.out_channels), c)
         if self.bias is not None:
             conv = conv + self.bias
         if self.weight5 is None or self.weight6 is None:
@@ -201,9 +367,10 @@ class GNNML3Conv(nn.Module):
         return self._act(torch.cat([conv, prod], dim=-1))
 
     def extra_repr(self) -> str:
+        local = f"local_supports={self.local_supports}, " if self.local_supports else ""
         return (
             f"{self.in_channels}, {self.out_channels} + {self.product_channels}, "
-            f"supports={self.num_supports}, learn_supports={self.learn_supports}, "
+            f"supports={self.num_supports}, learn_supports={self.learn_supports}, {local}"
             f"activation={self.activation!r}"
         )
 
@@ -217,6 +384,7 @@ class GNNML3Config(ModelConfig):
 
     product_channels: int = 16
     learn_supports: bool = True
+    local_supports: bool = False
     basis: Basis = "normalized_laplacian"
     num_bands: int = 5
     bandwidth: float = 5.0
@@ -286,6 +454,7 @@ class GNNML3(GraphModel):
                 s,
                 product_channels=cfg.product_channels,
                 learn_supports=cfg.learn_supports,
+                local_supports=cfg.local_supports,
             )
             for a in dims[:-1]
         )
@@ -303,6 +472,8 @@ class GNNML3(GraphModel):
     ) -> Tensor:
         sup = self.supports(batch, x.dtype) if supports is None else supports
         attr = sup.edge_attr.to(x.dtype)
+        # M's pattern, prepared once for every layer
+        op = SupportOperator(sup.edge_index, x.shape[0], sup.num_supports)
         for conv in self.convs:
-            x = conv(self.dropout(x), sup.edge_index, attr, self.backend)
+            x = conv(self.dropout(x), sup.edge_index, attr, self.backend, operator=op)
         return x

@@ -24,7 +24,7 @@ from runtime.models import MODELS, build_model, resolve_config
 from runtime.models.base import GraphModel
 from runtime.models.gat import GATConfig
 from runtime.models.gnnml1 import GNNML1Conv
-from runtime.models.gnnml3 import GNNML3Conv
+from runtime.models.gnnml3 import GNNML3, GNNML3Conv, SupportOperator
 
 ALL = list(MODELS)
 SEEDS = (0, 1, 2)
@@ -378,6 +378,115 @@ def test_gnnml3_takes_precomputed_supports() -> None:
     with torch.no_grad():
         torch.testing.assert_close(model(b, supports=sup), model(b))
     assert model.cache.misses == 2
+
+
+@pytest.mark.parametrize("backend", sparse.available_backends())
+@pytest.mark.parametrize("pattern", ["supports", "shuffled", "repeated"])
+def test_gnnml3_one_product_equals_one_propagation_per_support(backend: str, pattern: str) -> None:
+    # Σ_s C^(s) H_s as one N × N·S product against the reference kernel, once per support
+    graphs = [named("decalin"), named("petersen"), named("star3")]
+    b = as_batch(graphs)
+    sup = pp.batch_supports(
+        b, pp.SupportConfig(num_bands=3, receptive_field=2), dtype=torch.float64
+    )
+    ei, attr = sup.edge_index, sup.edge_attr
+    gen = torch.Generator().manual_seed(0)
+    if pattern != "supports":  # any order; an entry stored twice adds up
+        perm = torch.randperm(ei.shape[1], generator=gen)
+        if pattern == "repeated":
+            perm = torch.cat([perm, perm[:7]])
+        ei, attr = (
+            ei[:, perm],
+            attr[perm] + torch.rand(perm.shape[0], 4, generator=gen, dtype=torch.float64),
+        )
+    n, s = b.num_nodes, attr.shape[1]
+    op = SupportOperator(ei, n, s)
+    h = torch.randn(n, s, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    c = attr.clone().requires_grad_()
+    want = sparse.propagate(ei, h[:, 0], c[:, 0], n, backend=backend)
+    for k in range(1, s):
+        want = want + sparse.propagate(ei, h[:, k], c[:, k], n, backend=backend)
+    got = op.propagate(h, c)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    g = torch.randn(n, 3, generator=gen, dtype=torch.float64)
+    torch.testing.assert_close(
+        torch.autograd.grad(got, (h, c), g), torch.autograd.grad(want, (h, c), g)
+    )
+    small_op = SupportOperator(ei[:, :40], n, s)
+    assert torch.autograd.gradcheck(
+        lambda cc, hh: small_op.propagate(hh, cc), (c[:40].detach().requires_grad_(), h)
+    )
+
+
+def test_gnnml3_layers_share_one_operator() -> None:
+    torch.manual_seed(0)
+    model = small("gnnml3")
+    assert isinstance(model, GNNML3)
+    b = as_batch([named("cospectral_G"), named("cycle5")])
+    sup = model.supports(b)
+    op = SupportOperator(sup.edge_index, b.num_nodes, sup.num_supports)
+    conv = model.convs[0]
+    assert isinstance(conv, GNNML3Conv)
+    x = torch.randn(b.num_nodes, 1, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            conv(x, sup.edge_index, sup.edge_attr, operator=op),
+            conv(x, sup.edge_index, sup.edge_attr),
+            rtol=0,
+            atol=0,
+        )
+    with pytest.raises(GraphError, match="support rows"):
+        conv(x, sup.edge_index[:, 1:], sup.edge_attr)
+
+
+def test_gnnml3_local_supports_vanish_where_the_initial_supports_do() -> None:
+    torch.manual_seed(0)
+    s = 4
+    eq7 = GNNML3Conv(3, 5, s).double()
+    local = GNNML3Conv(3, 5, s, local_supports=True).double()
+    local.load_state_dict(eq7.state_dict())
+    c0 = torch.zeros(3, s, dtype=torch.float64)
+    # zero up to the rounding of sigmoid's vector lanes (z(0) in another row position)
+    torch.testing.assert_close(local.learned_supports(c0), c0, rtol=0, atol=1e-15)
+    assert bool((eq7.learned_supports(c0) > 0).any())  # Eq. 7: sigmoid(0) = ½ reaches C
+    c1 = torch.rand(50, s, dtype=torch.float64)
+    got = local.learned_supports(c1)
+    assert bool((got >= 0).all())
+    # C = ReLU(mlp4(z(C')) − mlp4(z(0))): mlp4's bias cancels
+    pre4 = eq7.support_mlp4(eq7._support_features(c1))  # type: ignore[misc]
+    z0 = eq7.support_mlp4(eq7._support_features(c0[:1]))  # type: ignore[misc]
+    torch.testing.assert_close(got, torch.relu(pre4 - z0), rtol=1e-12, atol=1e-14)
+    assert "local_supports=True" in repr(local)
+
+
+def test_gnnml3_local_supports_keep_a_wide_receptive_field_bounded() -> None:
+    # the filtering blow-up in small: on a 12×12 grid with r = 5, Eq. 7's C weighs the whole
+    # 5-hop ball (61 entries per interior row); local supports stay near the scale of C'
+    grid = np.zeros((144, 144), dtype=int)
+    for i in range(12):
+        for j in range(12):
+            for di, dj in ((0, 1), (1, 0)):
+                if i + di < 12 and j + dj < 12:
+                    u, v = 12 * i + j, 12 * (i + di) + j + dj
+                    grid[u, v] = grid[v, u] = 1
+    g = from_adjacency(grid, x=np.linspace(-1, 1, 144).reshape(-1, 1))
+    scale = {}
+    for local in (False, True):
+        torch.manual_seed(0)
+        cfg = {
+            "hidden": 16,
+            "product_channels": 8,
+            "layers": 4,
+            "bandwidth": 10.0,
+            "num_bands": 10,
+            "receptive_field": 5,
+            "local_supports": local,
+        }
+        model = build_model("gnnml3", 1, 1, cfg, task="node").double()
+        with torch.no_grad():
+            scale[local] = float(model(g).abs().max())
+    assert scale[False] > 1e3  # 1e4–1e5 at this seed
+    assert scale[True] < 10
 
 
 # --------------------------------------------------------------------------- backends

@@ -233,3 +233,110 @@ def test_cache_is_bounded_and_clearable() -> None:
     assert len(cache) == 0 and cache.hits == cache.misses == 0
     with pytest.raises(MatlangError):
         pp.PreprocessCache(max_entries=0)
+
+
+# --------------------------------------------------------------------------- cheap cache keys
+
+
+@pytest.fixture
+def sha256_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts every content hash the preprocessing module computes."""
+    calls: list[int] = []
+    real = pp.hashlib.sha256
+
+    def counting(*args: object) -> object:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pp.hashlib, "sha256", counting)
+    return calls
+
+
+def test_the_same_graph_object_hits_without_hashing(sha256_calls: list[int]) -> None:
+    cache = pp.PreprocessCache()
+    g = named("cospectral_G")
+    first = pp.gnnml3_supports(g, pp.SupportConfig(), cache=cache)
+    assert len(sha256_calls) == 1
+    for _ in range(3):
+        assert pp.gnnml3_supports(g, pp.SupportConfig(), cache=cache) is first
+    assert pp.lambda_max(g, cache=cache) == pytest.approx(pp.lambda_max(g))
+    assert len(sha256_calls) == 1  # the fingerprint is remembered per Graph object
+    assert (cache.hits, cache.misses) == (3, 2)
+    # an equal graph in another object is hashed once, then served the same entry
+    assert pp.gnnml3_supports(named("cospectral_G"), cache=cache) is first
+    assert len(sha256_calls) == 2
+
+
+def test_a_batch_seen_before_is_served_without_hashing(sha256_calls: list[int]) -> None:
+    cache = pp.PreprocessCache()
+    cfg = pp.SupportConfig(num_bands=3)
+    b = as_batch([named("cycle5"), named("decalin"), named("cycle5")])
+    first = pp.batch_supports(b, cfg, cache=cache, dtype=torch.float32)
+    assert len(sha256_calls) == 3 and (cache.hits, cache.misses) == (1, 2)
+    again = pp.batch_supports(b, cfg, cache=cache, dtype=torch.float32)
+    assert again is first and cache.batch_hits == 1 and len(sha256_calls) == 3
+    # another dtype or configuration is another result, its graphs still come from the cache
+    wide = pp.batch_supports(b, cfg, cache=cache, dtype=torch.float64)
+    assert wide.edge_attr.dtype == torch.float64 and cache.misses == 2
+    torch.testing.assert_close(wide.edge_attr.float(), first.edge_attr)
+
+
+def test_a_changed_batch_is_never_served_stale_supports() -> None:
+    cache = pp.PreprocessCache()
+    cfg = pp.SupportConfig(num_bands=3)
+    b = as_batch([named("cycle4"), named("star3")])  # both: 4 nodes, 8 directed edges
+    before = pp.batch_supports(b, cfg, cache=cache)
+    other = as_batch([named("star3"), named("cycle4")])
+    # in place through numpy: torch's version counter does not see this write
+    b.edge_index.numpy()[:] = other.edge_index.numpy()
+    after = pp.batch_supports(b, cfg, cache=cache)
+    fresh = pp.batch_supports(other, cfg)  # no cache at all
+    assert cache.batch_hits == 0
+    assert not torch.equal(after.edge_index, before.edge_index)
+    assert torch.equal(after.edge_index, fresh.edge_index)
+    assert torch.equal(after.edge_attr, fresh.edge_attr)
+
+
+def test_a_graph_with_other_edges_is_another_entry() -> None:
+    cache = pp.PreprocessCache()
+    g, h = named("decalin"), named("bicyclopentyl")  # same n, same number of edges
+    sg = pp.gnnml3_supports(g, cache=cache)
+    sh = pp.gnnml3_supports(h, cache=cache)
+    assert cache.misses == 2 and cache.hits == 0
+    fresh = pp.gnnml3_supports(h)
+    assert torch.equal(sh.edge_index, fresh.edge_index)
+    assert torch.equal(sh.edge_attr, fresh.edge_attr)
+    assert not torch.equal(sg.edge_attr, sh.edge_attr)
+
+
+def test_batch_keys_equal_graph_keys_for_any_edge_order() -> None:
+    graphs = [named("petersen"), named("path3"), named("cycle5")]
+    b = as_batch(graphs)
+    # PyG-like batch whose edges are interleaved across graphs (weighted, to key the weights)
+    perm = torch.randperm(b.num_edges, generator=torch.Generator().manual_seed(0))
+    w = (b.edge_index[0] + b.edge_index[1] + 1).float()  # symmetric: w_ij = w_ji
+    shuffled = dataclasses.replace(b, edge_index=b.edge_index[:, perm], edge_weight=w[perm])
+    plain = dataclasses.replace(b, edge_weight=w)
+    for k, lg in enumerate(pp.split_batch(shuffled)):
+        assert lg.num_nodes == graphs[k].num_nodes
+        edges = pp._batch_edges(shuffled)
+        assert edges.fingerprint(k) == lg.fingerprint()
+    cache = pp.PreprocessCache()
+    lam = pp.batch_lambda_max(plain, "adjacency", cache=cache)
+    assert cache.misses == 3
+    for k, lg in enumerate(pp.split_batch(plain)):
+        assert float(lam[k]) == pp.lambda_max(lg, "adjacency")
+        assert pp.lambda_max(lg, "adjacency", cache=cache) == float(lam[k])
+    assert cache.hits == 3 and cache.misses == 3
+
+
+def test_clear_forgets_batches_and_fingerprints() -> None:
+    cache = pp.PreprocessCache()
+    b = as_batch([named("cycle5")])
+    pp.batch_supports(b, cache=cache)
+    pp.batch_supports(b, cache=cache)
+    assert cache.batch_hits == 1
+    cache.clear()
+    assert (cache.hits, cache.misses, cache.batch_hits, len(cache)) == (0, 0, 0, 0)
+    pp.batch_supports(b, cache=cache)
+    assert cache.batch_hits == 0 and cache.misses == 1
