@@ -185,13 +185,15 @@ class _Context:
     inputs: Mapping[str, Tensor]
     dtype: torch.dtype
     device: torch.device
+    backend: str  # resolved once per pass (None on the module means the current default)
     regs: dict[int, Tensor] = field(default_factory=dict)
     # registers that hold only ones on this batch (A of an unweighted batch, its transpose):
     # kernels take them as value-less operators, and M ⊙ 1 = M needs no product.
     ones: frozenset[int] = frozenset()
-    # torch_sparse operators built in this forward pass, by (mask, values, transposed): a plan
-    # that propagates several times with one support builds its CSR structure once.
-    operators: dict[tuple[int, int, bool], Any] = field(default_factory=dict)
+    # operators built in this forward pass: torch_sparse's by (mask, values, transposed), torch's
+    # CSR by (mask, values, False, "csr"), row pointers by mask: a plan that propagates several
+    # times with one support builds its CSR structure once.
+    operators: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -263,16 +265,22 @@ class CompiledModule(nn.Module):
         for reg, k in enumerate(last):
             if k < len(plan.steps):
                 self._frees[k].append(reg)
-        self.last_trace: Trace | None = None
+        self.__dict__["_last_run"] = None  # see last_trace
         self._unit_if_unweighted = _unit_registers(plan)
         # masks whose entries come sorted row-major (the order CSR wants): no sort check
         self._row_major = frozenset(
             k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
         )
         self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
+        self._ones_registers = frozenset(k for k, st in enumerate(plan.steps) if st.op == "ones")
         self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)
         self._edge_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == EDGE)
-        self._sized = self._mask_steps | self._edge_steps
+        # the interpreter's program: (register, kernel, step, argument registers, registers
+        # freed after it)
+        self._program = [
+            (k, op, st, st.args, self._frees[k])
+            for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
+        ]
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -346,38 +354,44 @@ class CompiledModule(nn.Module):
             given,
             self.dtype,
             device,
+            sparse.resolve_backend(self.backend),
             ones=self._unit_if_unweighted if weight is None else frozenset(),
         )
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
-        plan = self.plan
         regs = ctx.regs
-        live = 0
-        peak = 0
-        sizes: dict[int, int] = {}  # bytes of each live register (as if dense; see Trace)
-        entries: dict[int, int] = {}  # entries of each mask and edge value
-        for k, (step, op) in enumerate(zip(plan.steps, self._step_ops)):
-            out = op(ctx, step, [regs[a] for a in step.args])
+        shapes: list[torch.Size] = []  # of every register, for the trace (built on demand)
+        nbytes: list[int] = []
+        for k, op, step, args, frees in self._program:
+            out = op(ctx, step, [regs[a] for a in args])
             regs[k] = out
-            sizes[k] = size = out.element_size() * out.numel()
-            if k in self._sized:
-                entries[k] = int(out.shape[-1]) if k in self._mask_steps else int(out.numel())
-            live += size
-            if live > peak:
-                peak = live
-            for a in self._frees[k]:
+            shapes.append(out.shape)
+            nbytes.append(out.nbytes)
+            for a in frees:
                 del regs[a]
-                live -= sizes[a]
-        mask_entries = {k: entries[k] for k in self._mask_steps}
-        edge_entries = {k: entries[k] for k in self._edge_steps}
-        trace = Trace(mask_entries, edge_entries, peak, ctx.n, int(ctx.edges.shape[1]))
-        self.__dict__["last_trace"] = trace  # a plain attribute: no nn.Module bookkeeping
-        outs = [ctx.regs[o.register] for o in plan.outputs]
+        self.__dict__["_last_run"] = (shapes, nbytes, ctx.n, int(ctx.edges.shape[1]))
+        outs = [regs[o.register] for o in self.plan.outputs]
         if self.nonfinite == "error":
-            for o, v in zip(plan.outputs, outs):
-                self._finite(ctx, plan.steps[o.register], v, f"the value of {o.text}")
+            for o, v in zip(self.plan.outputs, outs):
+                self._finite(ctx, self.plan.steps[o.register], v, f"the value of {o.text}")
         return outs, ctx
+
+    @property
+    def last_trace(self) -> Trace | None:
+        """What the last forward pass built (:class:`Trace`); ``None`` before the first."""
+        run = self.__dict__.get("_last_run")
+        if run is None:
+            return None
+        shapes, nbytes, n, e = run
+        live = peak = 0
+        for k, size in enumerate(nbytes):
+            live += size
+            peak = max(peak, live)
+            live -= sum(nbytes[a] for a in self._frees[k])
+        mask_entries = {k: int(shapes[k][-1]) for k in sorted(self._mask_steps)}
+        edge_entries = {k: math.prod(shapes[k]) for k in sorted(self._edge_steps)}
+        return Trace(mask_entries, edge_entries, peak, n, e)
 
     def _graph_of(self, ctx: _Context, step: Step, index: int) -> str:
         if step.kind == GRAPH:
@@ -389,11 +403,14 @@ class CompiledModule(nn.Module):
             g = int(ctx.node_graph[ctx.regs[step.mask][0, index]])
         return ctx.batch.graph_label(g)
 
-    def _finite(self, ctx: _Context, step: Step, v: Tensor, what: str) -> None:
+    def _finite(self, ctx: _Context, step: Step, v: Tensor, what: str | Callable[[], str]) -> None:
+        """Raise :class:`EvaluationError` naming ``what`` (or ``what()``) where ``v`` is not
+        finite."""
         # A finite sum means every entry is finite (inf and nan propagate through a sum); one
         # reduction instead of a mask. A non-finite sum (overflow too) takes the exact look.
         if v.is_floating_point() and math.isfinite(v.detach().sum().item()):
             return
+        what = what if isinstance(what, str) else what()
         bad = ~torch.isfinite(v)
         if bool(bad.any()):
             i = int(torch.nonzero(bad)[0, 0])
@@ -491,11 +508,36 @@ class CompiledModule(nn.Module):
             return a.new_zeros((0,))
         if ia.shape[1] == 0 or ib.shape[1] == 0:
             return a.new_zeros((s.shape[1],))
-        return sparse.sampled_product(ia, a, ib, b, s, ctx.n, backend=self.backend)
+        return sparse.sampled_product(ia, a, ib, b, s, ctx.n, backend=ctx.backend)
 
     # node and graph values
     def _op_broadcast(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return args[0].index_select(0, ctx.node_graph)
+
+    def _operator(
+        self, ctx: _Context, step: Step, index: Tensor, vals: Tensor, unit: bool, dtype: torch.dtype
+    ) -> Any:
+        """The torch_sparse ``SparseTensor`` of a propagate step's matrix (on ``index``, its mask
+        or the mask's transpose), built once per pass."""
+        transposed = bool(step.attr("transpose"))
+        key = (step.args[0], step.args[1], transposed)
+        op = ctx.operators.get(key)
+        if op is None:
+            from torch_sparse import SparseTensor
+
+            # A row-major mask needs no sort check; a transposed one is checked in O(E) and
+            # sorted only if needed. Every mask is in range: the edges were checked once
+            # (prepared_edges) and the mask kernels keep ids in range.
+            op = SparseTensor(
+                row=index[0],
+                col=index[1],
+                value=None if unit else vals.to(dtype),
+                sparse_sizes=(ctx.n, ctx.n),
+                is_sorted=not transposed and step.args[0] in self._row_major,
+                trust_data=True,
+            )
+            ctx.operators[key] = op
+        return op
 
     def _op_propagate(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask, vals, h = args
@@ -504,39 +546,49 @@ class CompiledModule(nn.Module):
         if index.shape[1] == 0:
             return h.new_zeros((ctx.n,))
         unit = step.args[1] in ctx.ones  # A of a 0/1 graph: a value-less operator
-        if sparse.resolve_backend(self.backend) == "torch_sparse" and vals.dim() == 1:
-            key = (step.args[0], step.args[1], transposed)
-            op = ctx.operators.get(key)
-            if op is None:
-                from torch_sparse import SparseTensor
-
-                # A row-major mask needs no sort check; a transposed one is checked in O(E) and
-                # sorted only if needed. Every mask is in range: the edges were checked once
-                # (prepared_edges) and the mask kernels keep ids in range.
-                op = SparseTensor(
-                    row=index[0],
-                    col=index[1],
-                    value=None if unit else vals.to(h.dtype),
-                    sparse_sizes=(ctx.n, ctx.n),
-                    is_sorted=not transposed and step.args[0] in self._row_major,
-                    trust_data=True,
-                )
-                ctx.operators[key] = op
-            out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
-            return out if h.dim() == 2 else out.squeeze(-1)
-        weight = None if unit else vals
-        return sparse.propagate(index, h, weight, num_nodes=ctx.n, backend=self.backend)
+        counts = unit and step.args[2] in self._ones_registers
+        if ctx.backend != "torch_sparse" or vals.dim() != 1:
+            if counts:  # A 𝟏 of a 0/1 matrix (no repeated entries): its row counts
+                return torch.bincount(index[0], minlength=ctx.n).to(h.dtype)
+            weight = None if unit else vals
+            return sparse.propagate(index, h, weight, num_nodes=ctx.n, backend=ctx.backend)
+        if (
+            not transposed
+            and step.args[0] in self._row_major
+            and h.dim() == 1
+            and (unit or not vals.requires_grad)
+        ):
+            # a sorted mask and one signal: torch's CSR matrix-vector product (exact gradient
+            # in h), cheaper than torch_sparse's spmm, which takes h as a one-column matrix
+            rowptr = ctx.operators.get(step.args[0])
+            if rowptr is None:
+                rowptr = ctx.operators[step.args[0]] = sparse.row_pointers(index[0], ctx.n)
+            if counts:
+                return (rowptr[1:] - rowptr[:-1]).to(h.dtype)
+            key = (step.args[0], step.args[1], False, "csr")
+            csr = ctx.operators.get(key)
+            if csr is None:
+                value = torch.ones((), dtype=h.dtype, device=h.device) if unit else vals
+                value = value.to(h.dtype).expand(index.shape[1]).contiguous()
+                csr = sparse.csr_matrix(rowptr, index[1], value, (ctx.n, ctx.n))
+                ctx.operators[key] = csr
+            return torch.mv(csr, h)
+        op = self._operator(ctx, step, index, vals, unit, h.dtype)
+        if counts:
+            return op.storage.rowcount().to(h.dtype)
+        out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
+        return out if h.dim() == 2 else out.squeeze(-1)
 
     def _op_readout(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if args[0].numel() == 0:
             return args[0].new_zeros((ctx.g,))
-        return sparse.scatter_sum(args[0], ctx.node_graph, ctx.g, backend=self.backend)
+        return sparse.scatter_sum(args[0], ctx.node_graph, ctx.g, backend=ctx.backend)
 
     def _op_row_sum(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask = self._edge_mask(ctx, step.args[0])
         if mask.shape[1] == 0:
             return args[0].new_zeros((ctx.n,))
-        return sparse.scatter_sum(args[0], mask[0], ctx.n, backend=self.backend)
+        return sparse.scatter_sum(args[0], mask[0], ctx.n, backend=ctx.backend)
 
     def _op_diagonal(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask = self._edge_mask(ctx, step.args[0])
@@ -591,7 +643,7 @@ class CompiledModule(nn.Module):
         out = out.to(ctx.dtype)
         if self.nonfinite == "error":
             name = self.plan.functions[fn].name
-            self._finite(ctx, step, out, f"{name}(...) in {step.note or 'the sentence'}")
+            self._finite(ctx, step, out, lambda: f"{name}(...) in {step.note or 'the sentence'}")
         return out
 
 

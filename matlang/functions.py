@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast as pyast
 import math
+import operator
 import re
 import warnings
 from collections.abc import Callable, Collection, Sequence
@@ -389,6 +390,9 @@ def define(
 
 # --------------------------------------------------------------------------- lowering
 
+#: A lowered formula node: computes its value from the arguments of the call.
+Node = Callable[[Sequence[Any]], Any]
+
 
 def _falling(x: Any, k: int) -> Any:
     out = 1
@@ -397,11 +401,37 @@ def _falling(x: Any, k: int) -> Any:
     return out
 
 
-class _Lowering:
-    """Walk a sympy formula into calls of one array library (numpy, torch or exact)."""
+def _fold(op: Callable[[Any, Any], Any], parts: list[Node]) -> Node:
+    """``op(...op(op(p0, p1), p2)...)`` of the parts' values, left to right."""
+    if len(parts) == 2:
+        p, q = parts
+        return lambda xs: op(p(xs), q(xs))
 
-    def __init__(self, backend: str) -> None:
+    def fold(xs: Sequence[Any]) -> Any:
+        out = parts[0](xs)
+        for part in parts[1:]:
+            out = op(out, part(xs))
+        return out
+
+    return fold
+
+
+def _failing(error: Exception) -> Node:
+    """A node that raises ``error`` when evaluated (a formula is refused where it is used)."""
+
+    def fail(xs: Sequence[Any]) -> Any:
+        raise error
+
+    return fail
+
+
+class _Lowering:
+    """Turn a sympy formula, once, into a tree of closures over one array library (numpy, torch
+    or exact Python numbers): evaluating it walks no sympy."""
+
+    def __init__(self, backend: str, symbols: Sequence[sp.Symbol]) -> None:
         self.backend = backend
+        self.index = {s: i for i, s in enumerate(symbols)}
         if backend == "torch":
             import torch
 
@@ -415,37 +445,38 @@ class _Lowering:
             return r.numerator if r.denominator == 1 else r
         return constant_value(value)
 
-    def __call__(self, e: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
+    def __call__(self, e: sp.Expr) -> Node:
         lib = self.lib
         if e.is_Symbol:
-            return env[e]
+            if e not in self.index:
+                return _failing(KeyError(e))
+            i = self.index[e]
+            return lambda xs: xs[i]
         if not e.free_symbols:  # constants fold to their value: log(2), binomial(5, 2), zoo
-            return self.const(e)
-        args = [self(a, env) for a in e.args]
-        if e.is_Add:
-            out = args[0]
-            for a in args[1:]:
-                out = out + a
-            return out
-        if e.is_Mul:
-            out = args[0]
-            for a in args[1:]:
-                out = out * a
-            return out
-        if e.is_Pow:
-            base, expo = args
-            if e.args[1].is_Integer and int(e.args[1]) >= 0:
-                return base ** int(e.args[1])
-            if self.backend == "exact":
-                raise TypeError("non-polynomial power in exact mode")
-            return base**expo
+            c = self.const(e)
+            return lambda xs: c
         if isinstance(e, sp.binomial):
             k = e.args[1]
             if not (k.is_Integer and int(k) >= 0):
-                raise TypeError("binom(x, k) needs a non-negative integer k")
-            return _falling(args[0], int(k)) * self.const(sp.Rational(1, math.factorial(int(k))))
+                return _failing(TypeError("binom(x, k) needs a non-negative integer k"))
+            x, kk = self(e.args[0]), int(k)
+            scale = self.const(sp.Rational(1, math.factorial(kk)))
+            return lambda xs: _falling(x(xs), kk) * scale
+        parts = [self(a) for a in e.args]
+        if e.is_Add:
+            return _fold(operator.add, parts)
+        if e.is_Mul:
+            return _fold(operator.mul, parts)
+        if e.is_Pow:
+            base, expo = parts
+            if e.args[1].is_Integer and int(e.args[1]) >= 0:
+                k = int(e.args[1])
+                return lambda xs: base(xs) ** k
+            if self.backend == "exact":
+                return _failing(TypeError("non-polynomial power in exact mode"))
+            return lambda xs: base(xs) ** expo(xs)
         if self.backend == "exact":
-            raise TypeError(f"{type(e).__name__} is not exact")
+            return _failing(TypeError(f"{type(e).__name__} is not exact"))
         table: dict[type, Callable[..., Any]] = {
             sp.exp: lib.exp,
             sp.log: lib.log,
@@ -457,14 +488,12 @@ class _Lowering:
         }
         for cls, fn in table.items():
             if isinstance(e, cls):
-                return fn(args[0])
+                arg = parts[0]
+                return lambda xs: fn(arg(xs))
         if isinstance(e, (sp.Max, sp.Min)):
             pick = lib.maximum if isinstance(e, sp.Max) else lib.minimum
-            out = args[0]
-            for a in args[1:]:
-                out = pick(*self._align(out, a))
-            return out
-        raise TypeError(f"no lowering for {type(e).__name__}")
+            return _fold(lambda a, b: pick(*self._align(a, b)), parts)
+        return _failing(TypeError(f"no lowering for {type(e).__name__}"))
 
     def _align(self, a: Any, b: Any) -> tuple[Any, Any]:
         if self.backend != "torch":
@@ -479,12 +508,14 @@ class _Lowering:
 
 def lower(formula: sp.Expr, symbols: Sequence[sp.Symbol], backend: str) -> Callable[..., Any]:
     """A callable ``f(*arrays)`` computing ``formula`` with ``backend`` in
-    {"numpy", "torch", "exact"}; exact works on Python ints/Fractions (object arrays)."""
-    walker = _Lowering(backend)
-    syms = tuple(symbols)
+    {"numpy", "torch", "exact"}; exact works on Python ints/Fractions (object arrays).
+
+    The formula is lowered once, here; a formula that cannot be computed with ``backend``
+    raises ``TypeError`` when ``f`` is called."""
+    node = _Lowering(backend, tuple(symbols))(formula)
 
     def f(*arrays: Any) -> Any:
-        out = walker(formula, dict(zip(syms, arrays)))
+        out = node(arrays)
         if backend == "torch" and not _is_tensor(out) and arrays:
             import torch
 

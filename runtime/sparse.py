@@ -65,6 +65,7 @@ def _torch_sparse_modules() -> tuple[ModuleType, ModuleType] | None:
     return torch_sparse, torch_scatter
 
 
+@functools.cache
 def available_backends() -> tuple[str, ...]:
     """The backends that can run here, in order of preference (``"torch"`` always)."""
     return tuple(b for b in BACKENDS if b == "torch" or _torch_sparse_modules() is not None)
@@ -118,6 +119,19 @@ def _tsc() -> ModuleType:
     mods = _torch_sparse_modules()
     assert mods is not None
     return mods[1]
+
+
+def row_pointers(rows: Tensor, num_rows: int) -> Tensor:
+    """CSR row pointers ``(num_rows + 1,)`` of the row indices of entries sorted by row."""
+    return torch._convert_indices_from_coo_to_csr(rows, num_rows)
+
+
+def csr_matrix(rowptr: Tensor, col: Tensor, value: Tensor, size: tuple[int, int]) -> Tensor:
+    """torch's CSR tensor of sorted compressed rows (not checked), without its beta-state
+    warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
+        return torch.sparse_csr_tensor(rowptr, col, value, size)
 
 
 # --------------------------------------------------------------------------- checks
@@ -360,6 +374,11 @@ def _sampled_torch(ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor,
 #: grow with the graph (one product of the whole graph would sort/scan arrays far beyond cache).
 SAMPLED_BLOCK_TERMS = 1 << 18
 
+#: The sampled product reads its product at the mask through a slot table (one gather per product
+#: entry) while the table needs at most this many slots per product term, mask entry and node;
+#: beyond that (rows whose products span much of the graph) through a binary search.
+MASK_SLOTS_PER_ENTRY = 4
+
 
 def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
     """``(index, values)`` sorted row-major with repeated entries added up (torch's CSR product
@@ -378,60 +397,122 @@ def _row_ptr(rows: Tensor, n: int) -> Tensor:
     return ptr
 
 
+def _mask_slots(
+    ia: Tensor, ib: Tensor, ptr_b: Tensor, urow: Tensor, ucol: Tensor, n: int, budget: int
+) -> tuple[Tensor, Tensor] | None:
+    """A direct-address table from the entries of ``A B`` to the mask's: ``(shift, table)`` with
+    product entry ``(i, j)`` at mask entry ``table[shift[i] + j]`` (``M``, one past the mask,
+    where the mask has no such entry); ``None`` when it would need more than ``budget`` slots.
+
+    Row ``i`` gets the window of columns ``[lo_i, hi_i]`` that holds its mask entries and its
+    product entries: a product entry ``(i, j)`` has ``j`` in row ``k`` of B for some entry
+    ``(i, k)`` of A, so between the first and the last column of that row (B is sorted
+    row-major). In a batch of small graphs a window is at most one graph wide. ``A``, ``B``
+    sorted row-major and non-empty; the mask without repeats.
+    """
+    device = ia.device
+    # B's first and last column in each row; for an empty row, a neighbour's: that only widens
+    # a window (no product entry comes from an empty row)
+    first = ib[1].index_select(0, ptr_b[:-1].clamp(max=ib.shape[1] - 1))
+    last = ib[1].index_select(0, (ptr_b[1:] - 1).clamp(min=0))
+    lo = torch.full((n,), n, dtype=torch.int64, device=device)
+    lo.scatter_reduce_(0, ia[0], first.index_select(0, ia[1]), "amin")
+    lo.scatter_reduce_(0, urow, ucol, "amin")
+    hi = torch.full((n,), -1, dtype=torch.int64, device=device)
+    hi.scatter_reduce_(0, ia[0], last.index_select(0, ia[1]), "amax")
+    hi.scatter_reduce_(0, urow, ucol, "amax")
+    width = (hi - lo + 1).clamp_(min=0)  # 0 for a row with neither
+    ends = torch.cumsum(width, 0)
+    size = int(ends[-1])
+    if size > budget:
+        return None
+    shift = ends - width - lo  # slot of (i, j): start of row i's window + (j - lo_i)
+    m = urow.numel()
+    table = torch.full((size,), m, dtype=torch.int64, device=device)
+    table.index_copy_(0, shift.index_select(0, urow) + ucol, torch.arange(m, device=device))
+    return shift, table
+
+
 def _sampled_blocked_raw(
     ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor, n: int
 ) -> Tensor:
     """Forward only (no autograd): ``(A B)|_mask`` by torch's CSR product, one block of rows of
-    ``A`` at a time (:data:`SAMPLED_BLOCK_TERMS`), each block's product read at the mask's
-    entries of those rows. Entries stored twice in ``A`` or ``B`` add up (CSR products sum
-    them before the product); a mask entry listed twice gets its value twice."""
+    ``A`` at a time (:data:`SAMPLED_BLOCK_TERMS`; one product when it fits one block), each
+    block's product read at the mask's entries (:func:`_mask_slots`, else a binary search).
+    Entries stored twice in ``A`` or ``B`` add up (CSR products sum them before the product); a
+    mask entry listed twice gets its value twice."""
     wa2, wb2 = _col(wa), _col(wb)
     channels = max(wa2.shape[1], wb2.shape[1])
     dtype = torch.promote_types(wa.dtype, wb.dtype)
     device = mask.device
+    given_a = ia
     ia, wa2 = _coalesced(ia, wa2.to(dtype), n)
-    ib, wb2 = _coalesced(ib, wb2.to(dtype), n)
+    same_ab = given_a is ib and ia is given_a  # A's entries, already coalesced, are B's: A A
+    ib, wb2 = (ia, wb2.to(dtype)) if same_ab else _coalesced(ib, wb2.to(dtype), n)
     mkey = mask[0] * n + mask[1]
     if is_coalesced(mkey):  # masks the compiler builds are (edges, compositions, unions)
         uniq, inverse, urow, ucol = mkey, None, mask[0], mask[1]
     else:
         uniq, inverse = torch.unique(mkey, sorted=True, return_inverse=True)
         urow, ucol = uniq // max(n, 1), uniq % max(n, 1)
-    out = torch.zeros((uniq.numel(), channels), dtype=dtype, device=device)
-    if uniq.numel() == 0 or ia.shape[1] == 0 or ib.shape[1] == 0:
-        return _uncol(out if inverse is None else out.index_select(0, inverse), wa, wb)
-    ptr_a, ptr_b, ptr_m = _row_ptr(ia[0], n), _row_ptr(ib[0], n), _row_ptr(urow, n)
+    m = uniq.numel()
+    # row m collects the product entries the mask has no entry for (dropped at the end)
+    out = torch.zeros((m + 1, channels), dtype=dtype, device=device)
+    if m == 0 or ia.shape[1] == 0 or ib.shape[1] == 0:
+        return _uncol(out[:m] if inverse is None else out.index_select(0, inverse), wa, wb)
+    ptr_a = _row_ptr(ia[0], n)
+    ptr_b = ptr_a if same_ab else _row_ptr(ib[0], n)
     # terms of row i: Σ over A's entries (i, k) of the entries of B's row k
-    deg_b = ptr_b[1:] - ptr_b[:-1]
-    terms = torch.zeros(n, dtype=torch.int64, device=device).index_add_(0, ia[0], deg_b[ia[1]])
+    count_b = ptr_b[1:] - ptr_b[:-1]
+    terms = torch.zeros(n, dtype=torch.int64, device=device).index_add_(
+        0, ia[0], count_b.index_select(0, ia[1])
+    )
     total = torch.cumsum(terms, 0)
+    num_terms = int(total[-1])
     budget = SAMPLED_BLOCK_TERMS
-    marks = torch.arange(budget, max(int(total[-1]), budget), budget, device=device)
-    bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
+    bounds = [0, n]
+    if num_terms > budget:
+        marks = torch.arange(budget, num_terms, budget, device=device)
+        bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
+    slots = _mask_slots(ia, ib, ptr_b, urow, ucol, n, MASK_SLOTS_PER_ENTRY * (num_terms + m + n))
+    ptr_m = _row_ptr(urow, n) if slots is None else None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
         for c in range(channels):
-            va = wa2[:, c if wa2.shape[1] > 1 else 0].to(dtype).contiguous()
-            vb = wb2[:, c if wb2.shape[1] > 1 else 0].to(dtype).contiguous()
+            va = wa2[:, c if wa2.shape[1] > 1 else 0].contiguous()
+            vb = wb2[:, c if wb2.shape[1] > 1 else 0].contiguous()
             b = torch.sparse_csr_tensor(ptr_b, ib[1].contiguous(), vb, (n, n))
             for r0, r1 in zip(bounds[:-1], bounds[1:]):
-                a0, a1 = int(ptr_a[r0]), int(ptr_a[r1])
-                m0, m1 = int(ptr_m[r0]), int(ptr_m[r1])
-                if r1 <= r0 or a1 == a0 or m1 == m0:
-                    continue
-                a = torch.sparse_csr_tensor(
-                    ptr_a[r0 : r1 + 1] - a0, ia[1, a0:a1].contiguous(), va[a0:a1], (r1 - r0, n)
-                )
+                if len(bounds) == 2:  # one block: A as it is
+                    a = torch.sparse_csr_tensor(ptr_a, ia[1].contiguous(), va, (n, n))
+                else:
+                    a0, a1 = int(ptr_a[r0]), int(ptr_a[r1])
+                    if r1 <= r0 or a1 == a0:
+                        continue
+                    a = torch.sparse_csr_tensor(
+                        ptr_a[r0 : r1 + 1] - a0, ia[1, a0:a1].contiguous(), va[a0:a1], (r1 - r0, n)
+                    )
                 prod = torch.sparse.mm(a, b)
-                cptr = prod.crow_indices()
+                cptr, pcol, pval = prod.crow_indices(), prod.col_indices(), prod.values()
+                counts = cptr[1:] - cptr[:-1]
+                if slots is not None:
+                    shift, table = slots
+                    at = torch.repeat_interleave(shift[r0:r1], counts, output_size=pcol.numel())
+                    out[:, c].index_add_(0, table.index_select(0, at + pcol), pval)
+                    continue
+                assert ptr_m is not None
+                m0, m1 = int(ptr_m[r0]), int(ptr_m[r1])
+                if m1 == m0:
+                    continue
                 crow = torch.repeat_interleave(
-                    torch.arange(r1 - r0, device=device), cptr[1:] - cptr[:-1]
+                    torch.arange(r1 - r0, device=device), counts, output_size=pcol.numel()
                 )
-                ckey = crow * n + prod.col_indices()  # rows within a row unsorted: no matter
+                ckey = crow * n + pcol  # columns within a row unsorted: no matter
                 mk = (urow[m0:m1] - r0) * n + ucol[m0:m1]
                 pos = torch.searchsorted(mk, ckey).clamp(max=m1 - m0 - 1)
                 hit = mk[pos] == ckey
-                out[m0:m1, c].index_add_(0, pos[hit], prod.values()[hit])
+                out[m0:m1, c].index_add_(0, pos[hit], pval[hit])
+    out = out[:m]
     return _uncol(out if inverse is None else out.index_select(0, inverse), wa, wb)
 
 

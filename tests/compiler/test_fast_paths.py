@@ -1,7 +1,7 @@
 """The compiled module's shortcuts give the dense evaluator's values: the 0/1 adjacency as a
-value-less operator, the row-blocked sampled product (many blocks forced), edges that arrive
-unsorted or repeated; and what a batch remembers (its validation) is forgotten when one of its
-tensors changes in place."""
+value-less operator, the row-blocked sampled product (many blocks forced; the mask read through
+the slot table and by binary search), edges that arrive unsorted or repeated; and what a batch
+remembers (its validation) is forgotten when one of its tensors changes in place."""
 
 from __future__ import annotations
 
@@ -35,13 +35,16 @@ def dense_values(text: str, graphs: list[Any]) -> np.ndarray:
     return np.concatenate(vals)
 
 
+@pytest.mark.parametrize("slots", [sparse.MASK_SLOTS_PER_ENTRY, 0])
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("text", SENTENCES)
 def test_shortcuts_equal_the_dense_evaluator(
-    text: str, backend: str, monkeypatch: pytest.MonkeyPatch
+    text: str, backend: str, slots: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a block of at most 8 product terms: the blocked sampled product runs many blocks
+    # a block of at most 8 product terms: the blocked sampled product runs many blocks; with
+    # no slots allowed it reads each block's product at the mask by binary search
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS", 8)
+    monkeypatch.setattr(sparse, "MASK_SLOTS_PER_ENTRY", slots)
     model = compile(text, dtype=torch.float64, backend=backend)
     got = model(Batch.from_graphs(GRAPHS)).detach().numpy().reshape(-1)
     np.testing.assert_allclose(got, dense_values(text, GRAPHS), rtol=1e-9, atol=1e-9)

@@ -134,6 +134,28 @@ def test_user_function(
         assert isinstance(got, (np.integer, int, Fraction))  # exact: no float rounding
 
 
+@pytest.mark.parametrize(("text", "arg", "value", "vanishes", "degree"), USER)
+def test_user_function_lowered_to_torch_keeps_gradients(
+    text: str, arg: int, value: float | Fraction, vanishes: bool, degree: int | None
+) -> None:
+    """The torch lowering (built once, called many times) gives sympy's value and derivative."""
+    fn = parse(f"{text}; f(A 𝟏)").function  # type: ignore[attr-defined]
+    f = lower(fn.formula, fn.symbols, "torch")
+    (x,) = fn.symbols
+    df = sp.diff(fn.formula, x)
+    for point in (float(arg), float(arg) + 0.25):  # called twice: nothing consumed by a call
+        t = torch.tensor([point], dtype=torch.float64, requires_grad=True)
+        out = f(t)
+        want = float(fn.formula.subs(x, sp.nsimplify(point)))
+        assert out.item() == pytest.approx(want, rel=1e-12)
+        assert out.requires_grad is (x in fn.formula.free_symbols)  # f(x) = 7 has no gradient
+        if out.requires_grad:
+            out.sum().backward()
+            assert t.grad is not None
+            slope = float(df.subs(x, sp.nsimplify(point)))
+            assert t.grad.item() == pytest.approx(slope, rel=1e-12, abs=1e-12)
+
+
 def test_user_function_two_parameters() -> None:
     e = parse("let g(x, k) = binom(x, k) * k; 𝟏ᵀ g(A 𝟏, 2)")
     assert evaluate(e, "K4") == 4 * 3 * 2
