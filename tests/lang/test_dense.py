@@ -428,7 +428,7 @@ def _reference(e: A.Expr, adj: list[list[int]], h: list[Fraction]) -> list[list[
                 vals = [a[0][0] if len(a) == 1 and len(a[0]) == 1 else a[i][j] for a in args]
                 subs = {s: sp.Rational(v.numerator, v.denominator)
                         for s, v in zip(x.function.symbols, vals)}  # fmt: skip
-                r = sp.nsimplify(sp.expand_func(x.function.formula.subs(subs)))
+                r = sp.Rational(sp.expand_func(x.function.formula.subs(subs)))
                 row.append(Fraction(int(r.p), int(r.q)))
             out.append(row)
         return out
