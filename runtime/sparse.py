@@ -374,6 +374,12 @@ def _sampled_torch(ia: Tensor, wa: Tensor, ib: Tensor, wb: Tensor, mask: Tensor,
 #: grow with the graph (one product of the whole graph would sort/scan arrays far beyond cache).
 SAMPLED_BLOCK_TERMS = 1 << 18
 
+#: ... but at least this many per entry of ``B``: each of torch's CSR products costs time in
+#: proportion to nnz(B) whatever the block's size (at n = 10⁶, E = 10⁷: ~25 ms per block), so a
+#: fixed block size makes the whole product O(E · terms / block), quadratic in E. Blocks of at
+#: least nnz(B) terms keep their count at about the average degree.
+SAMPLED_BLOCK_TERMS_PER_ENTRY = 1
+
 #: The sampled product reads its product at the mask through a slot table (one gather per product
 #: entry) while the table needs at most this many slots per product term, mask entry and node;
 #: beyond that (rows whose products span much of the graph) through a binary search.
@@ -469,7 +475,7 @@ def _sampled_blocked_raw(
     )
     total = torch.cumsum(terms, 0)
     num_terms = int(total[-1])
-    budget = SAMPLED_BLOCK_TERMS
+    budget = max(SAMPLED_BLOCK_TERMS, SAMPLED_BLOCK_TERMS_PER_ENTRY * ib.shape[1])
     bounds = [0, n]
     if num_terms > budget:
         marks = torch.arange(budget, num_terms, budget, device=device)

@@ -44,6 +44,7 @@ def test_shortcuts_equal_the_dense_evaluator(
     # a block of at most 8 product terms: the blocked sampled product runs many blocks; with
     # no slots allowed it reads each block's product at the mask by binary search
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS", 8)
+    monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS_PER_ENTRY", 0)
     monkeypatch.setattr(sparse, "MASK_SLOTS_PER_ENTRY", slots)
     model = compile(text, dtype=torch.float64, backend=backend)
     got = model(Batch.from_graphs(GRAPHS)).detach().numpy().reshape(-1)
