@@ -385,6 +385,11 @@ SAMPLED_BLOCK_TERMS_PER_ENTRY = 1
 #: beyond that (rows whose products span much of the graph) through a binary search.
 MASK_SLOTS_PER_ENTRY = 4
 
+#: ... and whatever the counts, a table of up to this many slots (4 MiB of int32): one graph of
+#: n ≈ 1,000 has rows whose windows span the graph (n² slots), and filling 10⁶ slots costs less
+#: than a binary search of every product entry in the mask.
+MASK_SLOTS_MIN = 1 << 20
+
 
 def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
     """``(index, values)`` sorted row-major with repeated entries added up (torch's CSR product
@@ -434,8 +439,9 @@ def _mask_slots(
         return None
     shift = ends - width - lo  # slot of (i, j): start of row i's window + (j - lo_i)
     m = urow.numel()
-    table = torch.full((size,), m, dtype=torch.int64, device=device)
-    table.index_copy_(0, shift.index_select(0, urow) + ucol, torch.arange(m, device=device))
+    kind = torch.int32 if m < 2**31 - 1 else torch.int64  # half the memory, same gathers
+    table = torch.full((size,), m, dtype=kind, device=device)
+    table.index_copy_(0, shift.index_select(0, urow) + ucol, torch.arange(m, dtype=kind, device=device))
     return shift, table
 
 
@@ -480,7 +486,8 @@ def _sampled_blocked_raw(
     if num_terms > budget:
         marks = torch.arange(budget, num_terms, budget, device=device)
         bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
-    slots = _mask_slots(ia, ib, ptr_b, urow, ucol, n, MASK_SLOTS_PER_ENTRY * (num_terms + m + n))
+    slot_budget = max(MASK_SLOTS_MIN, MASK_SLOTS_PER_ENTRY * (num_terms + m + n))
+    slots = _mask_slots(ia, ib, ptr_b, urow, ucol, n, slot_budget)
     ptr_m = _row_ptr(urow, n) if slots is None else None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")

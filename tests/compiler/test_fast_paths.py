@@ -46,6 +46,7 @@ def test_shortcuts_equal_the_dense_evaluator(
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS", 8)
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS_PER_ENTRY", 0)
     monkeypatch.setattr(sparse, "MASK_SLOTS_PER_ENTRY", slots)
+    monkeypatch.setattr(sparse, "MASK_SLOTS_MIN", min(slots, sparse.MASK_SLOTS_MIN))
     model = compile(text, dtype=torch.float64, backend=backend)
     got = model(Batch.from_graphs(GRAPHS)).detach().numpy().reshape(-1)
     np.testing.assert_allclose(got, dense_values(text, GRAPHS), rtol=1e-9, atol=1e-9)
