@@ -27,6 +27,7 @@ on ``"torch_sparse"``; its ``propagate`` (torch_sparse's CSR ``spmm``) has no do
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import contextvars
 import functools
@@ -380,15 +381,21 @@ SAMPLED_BLOCK_TERMS = 1 << 18
 #: least nnz(B) terms keep their count at about the average degree.
 SAMPLED_BLOCK_TERMS_PER_ENTRY = 1
 
-#: The sampled product reads its product at the mask through a slot table (one gather per product
-#: entry) while the table needs at most this many slots per product term, mask entry and node;
-#: beyond that (rows whose products span much of the graph) through a binary search.
+#: The sampled product reads its product at the mask through a direct-address table
+#: (:class:`_MaskTable`, one gather per product entry) of at most this many slots per product
+#: term, mask entry and node (int32 slots: 16 bytes per term, about what the product itself
+#: holds per term) ...
 MASK_SLOTS_PER_ENTRY = 4
 
-#: ... and whatever the counts, a table of up to this many slots (4 MiB of int32): one graph of
-#: n ≈ 1,000 has rows whose windows span the graph (n² slots), and filling 10⁶ slots costs less
-#: than a binary search of every product entry in the mask.
+#: ... or, whatever the counts, up to this many (4 MiB): one graph of n ≈ 1,000 has rows whose
+#: windows span the graph (n² slots), and filling 10⁶ slots costs less than a binary search of
+#: every product entry in the mask. Beyond both bounds the mask is binary-searched.
 MASK_SLOTS_MIN = 1 << 20
+
+#: Rows whose windows need more slots than that are read a chunk of rows at a time, the table
+#: refilled per chunk (~50 µs of calls): at least this many product terms per chunk keeps that
+#: to a few percent of the product's time, with a table as small as it allows (cache).
+MASK_TERMS_PER_CHUNK = 1 << 14
 
 
 def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -408,18 +415,16 @@ def _row_ptr(rows: Tensor, n: int) -> Tensor:
     return ptr
 
 
-def _mask_slots(
-    ia: Tensor, ib: Tensor, ptr_b: Tensor, urow: Tensor, ucol: Tensor, n: int, budget: int
-) -> tuple[Tensor, Tensor] | None:
-    """A direct-address table from the entries of ``A B`` to the mask's: ``(shift, table)`` with
-    product entry ``(i, j)`` at mask entry ``table[shift[i] + j]`` (``M``, one past the mask,
-    where the mask has no such entry); ``None`` when it would need more than ``budget`` slots.
+def _mask_windows(
+    ia: Tensor, ib: Tensor, ptr_b: Tensor, urow: Tensor, ucol: Tensor, n: int
+) -> tuple[Tensor, Tensor]:
+    """Each row's window of columns in a direct-address table from the entries of ``A B`` to
+    the mask's: ``(lo, width)``, row ``i`` covering columns ``[lo_i, lo_i + width_i)``.
 
-    Row ``i`` gets the window of columns ``[lo_i, hi_i]`` that holds its mask entries and its
-    product entries: a product entry ``(i, j)`` has ``j`` in row ``k`` of B for some entry
-    ``(i, k)`` of A, so between the first and the last column of that row (B is sorted
-    row-major). In a batch of small graphs a window is at most one graph wide. ``A``, ``B``
-    sorted row-major and non-empty; the mask without repeats.
+    The window holds row ``i``'s mask entries and its product entries: a product entry
+    ``(i, j)`` has ``j`` in row ``k`` of B for some entry ``(i, k)`` of A, so between the first
+    and the last column of that row (B is sorted row-major). In a batch of small graphs a window
+    is at most one graph wide. ``A``, ``B`` sorted row-major and non-empty.
     """
     device = ia.device
     # B's first and last column in each row; for an empty row, a neighbour's: that only widens
@@ -432,17 +437,59 @@ def _mask_slots(
     hi = torch.full((n,), -1, dtype=torch.int64, device=device)
     hi.scatter_reduce_(0, ia[0], last.index_select(0, ia[1]), "amax")
     hi.scatter_reduce_(0, urow, ucol, "amax")
-    width = (hi - lo + 1).clamp_(min=0)  # 0 for a row with neither
-    ends = torch.cumsum(width, 0)
-    size = int(ends[-1])
-    if size > budget:
-        return None
-    shift = ends - width - lo  # slot of (i, j): start of row i's window + (j - lo_i)
-    m = urow.numel()
-    kind = torch.int32 if m < 2**31 - 1 else torch.int64  # half the memory, same gathers
-    table = torch.full((size,), m, dtype=kind, device=device)
-    table.index_copy_(0, shift.index_select(0, urow) + ucol, torch.arange(m, dtype=kind, device=device))
-    return shift, table
+    return lo, (hi - lo + 1).clamp_(min=0)  # width 0 for a row with neither
+
+
+class _MaskTable:
+    """Product entries ``(i, j)`` → mask entries by direct address, a chunk of rows at a time.
+
+    Rows are cut into chunks whose windows (:func:`_mask_windows`) take about ``per_chunk``
+    slots; one table, the size of the largest chunk, is reused: while it holds a chunk, product
+    entry ``(i, j)`` is at slot ``shift[i] + j``, which holds its mask entry's position, or
+    ``M`` (one past the mask) where the mask has no such entry. A batch of small graphs is one
+    chunk. The mask sorted row-major, without repeats (``ptr_m`` its row pointers).
+    """
+
+    def __init__(
+        self, lo: Tensor, width: Tensor, ptr_m: Tensor, urow: Tensor, ucol: Tensor, per_chunk: int
+    ) -> None:
+        n, m, device = width.numel(), urow.numel(), width.device
+        ends = torch.cumsum(width, 0)
+        chunk = torch.div(ends - 1, max(per_chunk, 1), rounding_mode="floor").clamp_(min=0)
+        cuts = torch.nonzero(chunk[1:] != chunk[:-1]).flatten() + 1
+        self.bounds: list[int] = [0, *cuts.tolist(), n]
+        starts = torch.cat([ends.new_zeros(1), ends])  # slots before row i
+        bounds = torch.tensor(self.bounds, device=device)
+        base = starts.index_select(0, bounds)  # slots before each chunk
+        rows = bounds.diff()
+        # slot of (i, j): where row i's window starts in its chunk, plus j − lo_i
+        self.shift = starts[:-1] - torch.repeat_interleave(base[:-1], rows, output_size=n) - lo
+        kind = torch.int32 if m < 2**31 - 1 else torch.int64  # half the memory, same gathers
+        self.table = torch.full((int(base.diff().max()),), m, dtype=kind, device=device)
+        self.positions = torch.arange(m, dtype=kind, device=device)
+        self.m, self.ptr_m, self.urow, self.ucol = m, ptr_m, urow, ucol
+        self.loaded = -1  # the chunk the table holds
+
+    @property
+    def chunks(self) -> int:
+        return len(self.bounds) - 1
+
+    def load(self, c: int) -> tuple[int, int]:
+        """Fill the table with chunk ``c`` (emptying the one it held); its rows ``[c0, c1)``."""
+        if c != self.loaded:
+            if self.loaded >= 0:
+                self._write(self.loaded, None)
+            self._write(c, self.positions)
+            self.loaded = c
+        return self.bounds[c], self.bounds[c + 1]
+
+    def _write(self, c: int, positions: Tensor | None) -> None:
+        m0, m1 = int(self.ptr_m[self.bounds[c]]), int(self.ptr_m[self.bounds[c + 1]])
+        at = self.shift.index_select(0, self.urow[m0:m1]) + self.ucol[m0:m1]
+        if positions is None:
+            self.table.index_fill_(0, at, self.m)
+        else:
+            self.table.index_copy_(0, at, positions[m0:m1])
 
 
 def _sampled_blocked_raw(
@@ -450,7 +497,7 @@ def _sampled_blocked_raw(
 ) -> Tensor:
     """Forward only (no autograd): ``(A B)|_mask`` by torch's CSR product, one block of rows of
     ``A`` at a time (:data:`SAMPLED_BLOCK_TERMS`; one product when it fits one block), each
-    block's product read at the mask's entries (:func:`_mask_slots`, else a binary search).
+    block's product read at the mask's entries (:class:`_MaskTable`, else a binary search).
     Entries stored twice in ``A`` or ``B`` add up (CSR products sum them before the product); a
     mask entry listed twice gets its value twice."""
     wa2, wb2 = _col(wa), _col(wb)
@@ -486,9 +533,13 @@ def _sampled_blocked_raw(
     if num_terms > budget:
         marks = torch.arange(budget, num_terms, budget, device=device)
         bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
-    slot_budget = max(MASK_SLOTS_MIN, MASK_SLOTS_PER_ENTRY * (num_terms + m + n))
-    slots = _mask_slots(ia, ib, ptr_b, urow, ucol, n, slot_budget)
-    ptr_m = _row_ptr(urow, n) if slots is None else None
+    lo, width = _mask_windows(ia, ib, ptr_b, urow, ucol, n)
+    ptr_m = _row_ptr(urow, n)
+    chunks = max(1, num_terms // MASK_TERMS_PER_CHUNK)
+    per_chunk = max(MASK_SLOTS_MIN, -(-int(width.sum()) // chunks))
+    table = None
+    if per_chunk <= max(MASK_SLOTS_MIN, MASK_SLOTS_PER_ENTRY * (num_terms + m + n)):
+        table = _MaskTable(lo, width, ptr_m, urow, ucol, per_chunk)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
         for c in range(channels):
@@ -508,12 +559,20 @@ def _sampled_blocked_raw(
                 prod = torch.sparse.mm(a, b)
                 cptr, pcol, pval = prod.crow_indices(), prod.col_indices(), prod.values()
                 counts = cptr[1:] - cptr[:-1]
-                if slots is not None:
-                    shift, table = slots
-                    at = torch.repeat_interleave(shift[r0:r1], counts, output_size=pcol.numel())
-                    out[:, c].index_add_(0, table.index_select(0, at + pcol), pval)
+                if table is not None:  # the table's chunks that cover rows [r0, r1)
+                    k = bisect.bisect_right(table.bounds, r0) - 1
+                    while k < table.chunks and table.bounds[k] < r1:
+                        c0, c1 = table.load(k)
+                        s0, s1 = max(c0, r0), min(c1, r1)
+                        p0, p1 = int(cptr[s0 - r0]), int(cptr[s1 - r0])
+                        if p1 > p0:
+                            at = torch.repeat_interleave(
+                                table.shift[s0:s1], counts[s0 - r0 : s1 - r0], output_size=p1 - p0
+                            )
+                            hit = table.table.index_select(0, at + pcol[p0:p1])
+                            out[:, c].index_add_(0, hit, pval[p0:p1])
+                        k += 1
                     continue
-                assert ptr_m is not None
                 m0, m1 = int(ptr_m[r0]), int(ptr_m[r1])
                 if m1 == m0:
                     continue

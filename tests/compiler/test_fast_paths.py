@@ -35,18 +35,27 @@ def dense_values(text: str, graphs: list[Any]) -> np.ndarray:
     return np.concatenate(vals)
 
 
-@pytest.mark.parametrize("slots", [sparse.MASK_SLOTS_PER_ENTRY, 0])
+#: How the blocked sampled product reads its product at the mask: one table, a table refilled
+#: per chunk of rows (here a row or two per chunk), or a binary search.
+MASK_READS = {
+    "table": {},
+    "chunks": {"MASK_SLOTS_MIN": 1, "MASK_TERMS_PER_CHUNK": 1},
+    "search": {"MASK_SLOTS_MIN": 0, "MASK_SLOTS_PER_ENTRY": 0},
+}
+
+
+@pytest.mark.parametrize("read", list(MASK_READS))
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("text", SENTENCES)
 def test_shortcuts_equal_the_dense_evaluator(
-    text: str, backend: str, slots: int, monkeypatch: pytest.MonkeyPatch
+    text: str, backend: str, read: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a block of at most 8 product terms: the blocked sampled product runs many blocks; with
-    # no slots allowed it reads each block's product at the mask by binary search
+    # a block of at most 8 product terms: the blocked sampled product runs many blocks, and a
+    # block's rows span several chunks of the table (or a chunk several blocks)
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS", 8)
     monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS_PER_ENTRY", 0)
-    monkeypatch.setattr(sparse, "MASK_SLOTS_PER_ENTRY", slots)
-    monkeypatch.setattr(sparse, "MASK_SLOTS_MIN", min(slots, sparse.MASK_SLOTS_MIN))
+    for name, value in MASK_READS[read].items():
+        monkeypatch.setattr(sparse, name, value)
     model = compile(text, dtype=torch.float64, backend=backend)
     got = model(Batch.from_graphs(GRAPHS)).detach().numpy().reshape(-1)
     np.testing.assert_allclose(got, dense_values(text, GRAPHS), rtol=1e-9, atol=1e-9)

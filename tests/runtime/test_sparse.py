@@ -255,6 +255,46 @@ def test_sampled_product_matches_dense(
     torch.testing.assert_close(out.double(), ref, **tol(dtype))
 
 
+#: The blocked sampled product's ways of reading its product at the mask (module constants).
+MASK_READS = {
+    "one-table": {},
+    "chunked-table": {"MASK_SLOTS_MIN": 1, "MASK_TERMS_PER_CHUNK": 16},
+    "binary-search": {"MASK_SLOTS_MIN": 0, "MASK_SLOTS_PER_ENTRY": 0},
+}
+
+
+@pytest.mark.parametrize("read", list(MASK_READS))
+@pytest.mark.parametrize("block", [1 << 18, 40], ids=["one-block", "blocks"])
+def test_sampled_product_reads_the_mask_every_way(
+    read: str, block: int, gen: torch.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "torch_sparse" not in sparse.available_backends():
+        pytest.skip("the blocked product runs on the torch_sparse backend (CI installs it)")
+    n = 40
+    monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS", block)
+    monkeypatch.setattr(sparse, "SAMPLED_BLOCK_TERMS_PER_ENTRY", 0)
+    for name, value in MASK_READS[read].items():
+        monkeypatch.setattr(sparse, name, value)
+    tables: list[sparse._MaskTable] = []
+    real = sparse._MaskTable
+
+    def spy(*args: object) -> sparse._MaskTable:
+        tables.append(real(*args))  # type: ignore[arg-type]
+        return tables[-1]
+
+    monkeypatch.setattr(sparse, "_MaskTable", spy)
+    ia, wa = random_matrix(gen, 160, torch.float64, 3, n=n)
+    ib, wb = random_matrix(gen, 150, torch.float64, 3, n=n)
+    mask = torch.randint(0, n, (2, 400), generator=gen)
+    out = sparse.sampled_product(ia, wa, ib, wb, mask, n, backend="torch_sparse")
+    ref = torch.einsum("ikc,kjc->ijc", dense(ia, wa, n), dense(ib, wb, n))[mask[0], mask[1]]
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    chunks = [t.chunks for t in tables]
+    assert chunks == {"one-table": [1], "binary-search": []}.get(read, chunks)
+    if read == "chunked-table":
+        assert len(chunks) == 1 and chunks[0] > 5  # the table refilled chunk after chunk
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sampled_product_unreached_and_empty_mask(backend: str) -> None:
     ia = torch.tensor([[0], [1]])  # A = e_0 e_1ᵀ
