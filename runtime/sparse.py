@@ -123,8 +123,11 @@ def _tsc() -> ModuleType:
 
 
 def row_pointers(rows: Tensor, num_rows: int) -> Tensor:
-    """CSR row pointers ``(num_rows + 1,)`` of the row indices of entries sorted by row."""
-    return torch._convert_indices_from_coo_to_csr(rows, num_rows)
+    """CSR row pointers ``(num_rows + 1,)``: where each row's entries start, once the entries
+    are sorted by row (``rows`` itself may be in any order: only its counts matter)."""
+    ptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
+    ptr[1:] = torch.cumsum(torch.bincount(rows, minlength=num_rows), 0)
+    return ptr
 
 
 def csr_matrix(rowptr: Tensor, col: Tensor, value: Tensor, size: tuple[int, int]) -> Tensor:
@@ -132,7 +135,7 @@ def csr_matrix(rowptr: Tensor, col: Tensor, value: Tensor, size: tuple[int, int]
     warning."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant checks)")
-        return torch.sparse_csr_tensor(rowptr, col, value, size)
+        return torch.sparse_csr_tensor(rowptr, col, value, size, check_invariants=False)
 
 
 # --------------------------------------------------------------------------- checks
@@ -343,8 +346,7 @@ def _paths(ia: Tensor, ib: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor, Tens
     ``f = (k, j)``, the pair ``(e, f)``. Returns ``(rows i, cols j, e, f)``; a sorted-key join
     with memory O(|A| + |B| + #terms)."""
     order_b = torch.argsort(ib[0], stable=True)
-    ptr_b = torch.zeros(n + 1, dtype=torch.int64, device=ib.device)
-    ptr_b[1:] = torch.cumsum(torch.bincount(ib[0], minlength=n), 0)
+    ptr_b = row_pointers(ib[0], n)
     k = ia[1]
     start = ptr_b[k]
     count = ptr_b[k + 1] - start
@@ -407,12 +409,6 @@ def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
     uniq, inverse = torch.unique(key, sorted=True, return_inverse=True)
     summed = values.new_zeros((uniq.numel(), *values.shape[1:])).index_add_(0, inverse, values)
     return torch.stack([uniq // max(n, 1), uniq % max(n, 1)]), summed
-
-
-def _row_ptr(rows: Tensor, n: int) -> Tensor:
-    ptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-    ptr[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
-    return ptr
 
 
 def _mask_windows(
@@ -519,8 +515,8 @@ def _sampled_blocked_raw(
     out = torch.zeros((m + 1, channels), dtype=dtype, device=device)
     if m == 0 or ia.shape[1] == 0 or ib.shape[1] == 0:
         return _uncol(out[:m] if inverse is None else out.index_select(0, inverse), wa, wb)
-    ptr_a = _row_ptr(ia[0], n)
-    ptr_b = ptr_a if same_ab else _row_ptr(ib[0], n)
+    ptr_a = row_pointers(ia[0], n)
+    ptr_b = ptr_a if same_ab else row_pointers(ib[0], n)
     # terms of row i: Σ over A's entries (i, k) of the entries of B's row k
     count_b = ptr_b[1:] - ptr_b[:-1]
     terms = torch.zeros(n, dtype=torch.int64, device=device).index_add_(
@@ -534,7 +530,7 @@ def _sampled_blocked_raw(
         marks = torch.arange(budget, num_terms, budget, device=device)
         bounds = [0, *torch.searchsorted(total, marks, right=True).tolist(), n]
     lo, width = _mask_windows(ia, ib, ptr_b, urow, ucol, n)
-    ptr_m = _row_ptr(urow, n)
+    ptr_m = row_pointers(urow, n)
     chunks = max(1, num_terms // MASK_TERMS_PER_CHUNK)
     per_chunk = max(MASK_SLOTS_MIN, -(-int(width.sum()) // chunks))
     table = None

@@ -63,7 +63,7 @@ class SupportOperator:
         self._supports = torch.arange(s, device=ei.device)
         # entry (i, j) of C^(s) is entry (i, j·S + s) of [C^(0) … C^(S-1)]: each entry of M
         # becomes S consecutive entries of the same row, so the rows stay sorted
-        self._crow = _row_pointers(row, n) * s
+        self._crow = sparse.row_pointers(row, n) * s
         self._col = (col.unsqueeze(1) * s + self._supports).reshape(-1)
         self._transpose: tuple[Tensor, Tensor, Tensor] | None = None
 
@@ -75,7 +75,7 @@ class SupportOperator:
             n, s, e = self.num_nodes, self.num_supports, self.num_entries
             row, col = self._row, self._pattern_col
             by_col = torch.argsort(col * n + row)  # M's entries column by column, rows ascending
-            block = _row_pointers(col, n)
+            block = sparse.row_pointers(col, n)
             offsets = torch.arange(s, device=col.device).unsqueeze(1) * e
             crow = torch.cat([(block[:-1] + offsets).reshape(-1), block.new_tensor([s * e])])
             self._transpose = (crow, row[by_col].repeat(s), by_col)
@@ -84,7 +84,7 @@ class SupportOperator:
     def matrix(self, values: Tensor) -> Tensor:
         """``[C^{(0)} … C^{(S-1)}]`` with ``values`` ``(E·S,)`` in entry order."""
         size = (self.num_nodes, self.num_nodes * self.num_supports)
-        return _csr(self._crow, self._col, values, size)
+        return sparse.csr_matrix(self._crow, self._col, values, size)
 
     def transposed_product(self, values: Tensor, grad: Tensor) -> Tensor:
         """``[C^{(0)} … C^{(S-1)}]ᵀ grad``, ``(N·S, C)`` with row ``j·S + s``."""
@@ -92,7 +92,7 @@ class SupportOperator:
         crow, col, by_col = self._transposed_pattern()
         # block s holds C^(s)ᵀ: the values of support s, column by column
         v = values.reshape(e, s)[by_col].t().reshape(-1)
-        out = _csr(crow, col, v, (s * n, n)) @ grad
+        out = sparse.csr_matrix(crow, col, v, (s * n, n)) @ grad
         return out.reshape(s, n, -1).transpose(0, 1).reshape(n * s, -1)
 
     def propagate(self, h: Tensor, support: Tensor) -> Tensor:
@@ -114,21 +114,6 @@ class SupportOperator:
             c = c.new_zeros((self.num_entries, s)).index_add_(0, self._inverse, c)
         out: Tensor = _SupportProduct.apply(c.reshape(-1), h.reshape(n * s, -1), self)
         return out
-
-
-def _row_pointers(rows: Tensor, n: int) -> Tensor:
-    ptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-    ptr[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
-    return ptr
-
-
-def _csr(crow: Tensor, col: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
-    with warnings.catch_warnings():
-        # torch marks CSR as beta; these products are tested against the reference kernels
-        warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
-        return torch.sparse_csr_tensor(
-            crow, col, values, size, dtype=values.dtype, check_invariants=False
-        )
 
 
 class _SupportProduct(torch.autograd.Function):
