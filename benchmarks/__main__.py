@@ -115,6 +115,8 @@ def main_from_args(args: argparse.Namespace) -> int:
             met = summary["met"].get(key)
             flag = "" if met is None else ("  (target met)" if met else "  (target missed)")
             print(f"{key}: {summary.get(key)}{flag}")
+        if summary.get("time_exponent_base_range") is not None:
+            print(f"time_exponent over E <= 1e6: {summary['time_exponent_base_range']}")
         print(f"wrote {Path(cfg.out) / 'results.json'}, results.md, scaling.png")
     return 0
 

@@ -40,6 +40,10 @@ L1, L3, TRACE = SENTENCES
 SCALING_SENTENCES = (L3, TRACE)
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The issue's base range of the scaling runs is E = 10⁴ … 10⁶ (10⁷ "if memory allows"); the fit
+#: over it is reported beside the fit over every size run.
+BASE_RANGE_EDGES = 1.5e6
+
 #: The issue's targets.
 TARGETS = {
     "compiled_over_handwritten": "<= 1.2",
@@ -511,6 +515,7 @@ def _fit(results: Sequence[dict[str, Any]], sentence: str, name: str) -> dict[st
     pts.sort()
     e, t, m = (list(x) for x in zip(*pts))
     top = [i for i, x in enumerate(e) if x >= e[-1] / 10]  # the last decade
+    base = [i for i, x in enumerate(e) if x <= BASE_RANGE_EDGES]
     return {
         "edges": e,
         "min_s": t,
@@ -519,6 +524,7 @@ def _fit(results: Sequence[dict[str, Any]], sentence: str, name: str) -> dict[st
         "memory_exponent": loglog_fit(e, m),
         "time_exponent_last_decade": loglog_fit([e[i] for i in top], [t[i] for i in top]),
         "memory_exponent_last_decade": loglog_fit([e[i] for i in top], [m[i] for i in top]),
+        "time_exponent_base_range": loglog_fit([e[i] for i in base], [t[i] for i in base]),
         "edge_range": [e[0], e[-1]],
     }
 
@@ -593,6 +599,14 @@ def summarize(results: Sequence[dict[str, Any]], config: Config) -> dict[str, An
         if f.get("handwritten") and f["handwritten"]["time_exponent"] is not None
     ]
     s["handwritten_time_exponent"] = max(ref) if ref else None
+    mine = [f["time_exponent_base_range"] for f in fits.values()]
+    hand = [(f.get("handwritten") or {}).get("time_exponent_base_range") for f in fits.values()]
+    for key, exps in (
+        ("time_exponent_base_range", mine),
+        ("handwritten_time_exponent_base_range", hand),
+    ):
+        known = [v for v in exps if v is not None]
+        s[key] = max(known) if known else None
     s["scaling_edge_range"] = (
         [
             min(f["edge_range"][0] for f in fits.values()),

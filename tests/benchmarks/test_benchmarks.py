@@ -109,7 +109,13 @@ def test_scaling_fit_covers_both_sentences(quick_results: tuple[Path, dict]) -> 
         assert len(f["edges"]) == 2 and f["edges"][0] < f["edges"][1]
         slope = math.log(f["min_s"][1] / f["min_s"][0]) / math.log(f["edges"][1] / f["edges"][0])
         assert f["time_exponent"] == pytest.approx(slope)  # two points: the fit is their slope
+        assert f["time_exponent_base_range"] == pytest.approx(slope)  # both sizes ≤ 10⁶
         assert f["handwritten"]["edges"] == f["edges"]  # the reference ran at the same sizes
+    summary = quick_results[1]["summary"]
+    worst = max(f["time_exponent_base_range"] for f in fits.values())
+    assert summary["time_exponent_base_range"] == pytest.approx(worst)
+    hand = max(f["handwritten"]["time_exponent_base_range"] for f in fits.values())
+    assert summary["handwritten_time_exponent_base_range"] == pytest.approx(hand)
 
 
 def test_models_record_the_first_epoch_apart(quick_results: tuple[Path, dict]) -> None:
