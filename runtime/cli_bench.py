@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -110,6 +111,11 @@ def _common(p: argparse.ArgumentParser, *, seeds: int) -> None:
 
 
 def _training(p: argparse.ArgumentParser, *, epochs: int, batch_size: int) -> None:
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add these seeds to the result file already there (same settings, new seeds)",
+    )
     p.add_argument("--epochs", type=int, default=epochs, help=f"at most (default {epochs})")
     p.add_argument("--batch-size", type=int, default=batch_size)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -133,7 +139,45 @@ def _train_config(args: argparse.Namespace) -> Any:
 def _seeds(args: argparse.Namespace) -> list[int]:
     if args.seeds < 1:
         raise MatlangError(f"--seeds must be at least 1, got {args.seeds}")
-    return list(range(args.first_seed, args.first_seed + args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if getattr(args, "append", False):
+        _check_append(args, seeds)
+    return seeds
+
+
+def _check_append(args: argparse.Namespace, seeds: list[int]) -> None:
+    """Before any training: the file ``--append`` adds to exists, lacks these seeds and was
+    trained the same way (:func:`merge_seeds` checks every setting again at the end)."""
+    if args.no_save:
+        raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
+    path = Path(args.out) / result_name(
+        args.bench, args.dataset, getattr(args, "task", None), args.model
+    )
+    old = _read_result(path)
+    both = sorted(set(old.get("seeds", [])) & set(seeds))
+    if both:
+        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
+    given = {**_train_record(args), "limit": getattr(args, "limit", None)}
+    config = old.get("config", {})
+    for key, value in given.items():
+        if key in config and config[key] != value:
+            raise MatlangError(
+                f"--append: {path} was run with {key} = {config[key]!r}, this run has {value!r}"
+                " (another config); run without --append to replace it, or with --out to "
+                "keep both"
+            )
+
+
+def _read_result(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise MatlangError(f"--append: there is no result file {path} to add seeds to")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MatlangError(f"--append: cannot read {path}: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise MatlangError(f"--append: {path} is not a result file of a training bench")
+    return data
 
 
 def _setup(args: argparse.Namespace) -> None:
@@ -207,6 +251,15 @@ def finish(args: argparse.Namespace, record: dict[str, Any], summary: dict[str, 
         path = out / result_name(
             record["bench"], record["dataset"], record.get("task"), record["model"]
         )
+        if getattr(args, "append", False):
+            try:
+                record = merge_seeds(path, record)
+            except MatlangError as e:  # keep what was trained: beside the file, not in it
+                a, b = record["seeds"][0], record["seeds"][-1]
+                aside = path.with_name(f"{path.stem}.seeds-{a}-{b}.json")
+                aside.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+                raise MatlangError(f"{e}. This run's results are in {aside}") from None
+            summary = {k: record[k] if k in record else v for k, v in summary.items()}
         path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         summary = {**summary, "file": str(path)}
     summary = {**summary, "wall_seconds": record["wall_seconds"]}
@@ -216,6 +269,40 @@ def finish(args: argparse.Namespace, record: dict[str, Any], summary: dict[str, 
         for k, v in summary.items():
             print(f"{k}: {v}")
     return 0
+
+
+#: What a result file of a training bench must share with a run appended to it.
+SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data")
+
+
+def merge_seeds(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` (one run of a training bench) with the seeds of the result file at ``path``
+    added: runs sorted by seed, the median over all of them, and the earlier runs' provenance
+    under ``"earlier"``. The file must exist, have the same settings and other seeds."""
+    median_key = next(k for k in record if k.startswith("median_"))
+    old = _read_result(path)
+    for key in SAME_SETTINGS:
+        if old.get(key) != record.get(key):
+            raise MatlangError(
+                f"--append: {path} was run with another {key} "
+                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run without --append "
+                "to replace it, or with --out to keep both"
+            )
+    both = sorted(set(old.get("seeds", [])) & set(record["seeds"]))
+    if both:
+        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
+    runs = sorted(old["runs"] + record["runs"], key=lambda r: r["seed"])
+    metric = next(k for k in record["runs"][0] if k.startswith("test_"))
+    per_seed = [r[metric] for r in runs]
+    provenance = ("seeds", "command", "wall_seconds", "finished", "versions", "git_commit")
+    return {
+        **record,
+        median_key: statistics.median(per_seed),
+        "per_seed": per_seed,
+        "seeds": [r["seed"] for r in runs],
+        "runs": runs,
+        "earlier": [{k: old.get(k) for k in provenance}, *old.get("earlier", [])],
+    }
 
 
 def _runs(runs: list[Any], metric: str) -> list[dict[str, Any]]:

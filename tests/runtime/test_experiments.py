@@ -359,6 +359,41 @@ def test_bench_count_cli_writes_a_result(
     assert rec["config"]["epochs_max"] == 1 and rec["seeds"] == [0]
 
 
+def test_bench_count_append_adds_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def count(*extra: str) -> int:
+        base = ["bench", "count", "--task", "star", "--model", "gin", "--dataset", "paperlike"]
+        small = ["--epochs", "1", "--limit", "12", "--json", "--no-progress", "--out"]
+        return main([*base, *small, str(tmp_path), *extra])
+
+    assert count("--seeds", "1") == 0
+    first = json.loads(capsys.readouterr().out)
+    assert count("--seeds", "2", "--first-seed", "1", "--append") == 0
+    out = json.loads(capsys.readouterr().out)
+    rec = json.loads((tmp_path / "count-paperlike-star-gin.json").read_text())
+    assert rec["seeds"] == [r["seed"] for r in rec["runs"]] == [0, 1, 2]
+    assert rec["per_seed"] == [r["test_mse"] for r in rec["runs"]] == out["per_seed"]
+    assert rec["per_seed"][0] == first["per_seed"][0]  # the earlier run, kept as it was
+    assert rec["median_test_mse"] == out["median_test_mse"] == sorted(rec["per_seed"])[1]
+    assert [e["seeds"] for e in rec["earlier"]] == [[0]]
+    # a seed the file has, other settings, no file: errors that say so, the file untouched
+    assert count("--seeds", "1", "--first-seed", "2", "--append") == 1
+    assert "already has seed(s) [2]" in capsys.readouterr().err
+    assert count("--seeds", "1", "--first-seed", "5", "--epochs", "2", "--append") == 1
+    assert "another config" in capsys.readouterr().err
+    assert json.loads((tmp_path / "count-paperlike-star-gin.json").read_text()) == rec
+    assert count("--seeds", "1", "--task", "triangle", "--append") == 1
+    assert "no result file" in capsys.readouterr().err
+    assert count("--seeds", "1", "--first-seed", "5", "--append", "--no-save") == 1
+    assert "cannot go with --no-save" in capsys.readouterr().err
+    # a setting only known after training (the data): the new run is kept beside the file
+    assert count("--seeds", "1", "--first-seed", "5", "--data-seed", "1", "--append") == 1
+    err = capsys.readouterr().err
+    assert "was run with another" in err and "count-paperlike-star-gin.seeds-5-5.json" in err
+    aside = json.loads((tmp_path / "count-paperlike-star-gin.seeds-5-5.json").read_text())
+    assert aside["seeds"] == [5] and aside["data"]["data_seed"] == 1
+    assert json.loads((tmp_path / "count-paperlike-star-gin.json").read_text()) == rec
+
+
 @needs_data
 def test_bench_iso_cli_sr25(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(
