@@ -57,6 +57,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plot", action="store_true", help="do not draw scaling.png")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="replace only the --groups run in an existing results.json, keep the other cases",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -73,6 +78,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         "isolate": not args.no_isolate,
         "progress": not args.no_progress,
         "plot": not args.no_plot,
+        "update": args.update,
     }
     if args.out:
         changes["out"] = Path(args.out)

@@ -63,6 +63,8 @@ class Config:
     isolate: bool = True
     progress: bool = True
     plot: bool = True
+    #: replace only the groups run in ``out/results.json``, keeping the other groups' cases
+    update: bool = False
     warmup: int = 2
     repeats: int = 7
     budget_s: float = 20.0
@@ -688,6 +690,25 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def _updated(
+    path: Path, meta: dict[str, Any], results: list[dict[str, Any]], groups: Sequence[str]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The earlier run at ``path`` with the cases of ``groups`` replaced by ``results``; its
+    ``meta`` stays, this run's is appended under ``meta["updates"]``."""
+    if not path.is_file():
+        return meta, results
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        kept = [c for c in old["cases"] if c["group"] not in groups]
+        old_meta = dict(old["meta"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"--update: cannot read the earlier run {path}: {e}") from None
+    order = {g: i for i, g in enumerate(GROUPS)}
+    merged = sorted([*kept, *results], key=lambda c: order.get(c["group"], len(order)))
+    old_meta["updates"] = [*old_meta.get("updates", []), {**meta, "groups": list(groups)}]
+    return old_meta, merged
+
+
 def run(config: Config) -> dict[str, Any]:
     """Run the configured groups; write ``results.json``, ``results.md`` and ``scaling.png``."""
     unknown = [g for g in config.groups if g not in GROUP_FUNCTIONS]
@@ -701,13 +722,16 @@ def run(config: Config) -> dict[str, Any]:
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     meta["load_average_end"] = load_average()
     meta["wall_s"] = round(time.perf_counter() - t, 1)
+    out = Path(config.out)
+    results = r.results
+    if config.update:
+        meta, results = _updated(out / "results.json", meta, results, config.groups)
     data: dict[str, Any] = {
         "meta": meta,
-        "summary": summarize(r.results, config),
-        "scaling": scaling_fits(r.results),
-        "cases": r.results,
+        "summary": summarize(results, config),
+        "scaling": scaling_fits(results),
+        "cases": results,
     }
-    out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(
         json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,37 @@ def test_every_case_has_times_memory_and_agreeing_values(quick_results: tuple[Pa
             assert case["agree"] is True, case["id"]
     singles = [c for c in cases if c["id"].startswith("dense/") and "n=40" in c["id"]]
     assert singles and all(c["contestants"]["dense-float64"]["repeats"] == 1 for c in singles)
+
+
+def test_update_replaces_only_the_groups_run(
+    quick_results: tuple[Path, dict], tmp_path: Path
+) -> None:
+    out, data = quick_results
+    shutil.copy(out / "results.json", tmp_path / "results.json")
+    cfg = Config.quick(
+        out=tmp_path,
+        isolate=False,
+        progress=False,
+        plot=False,
+        update=True,
+        groups=("backends",),
+        backend_workloads=(Workload(60, 3.0),),
+    )
+    new = run(cfg)
+    assert [c["group"] for c in new["cases"]] == [c["group"] for c in data["cases"]]
+    old_backends = [c for c in data["cases"] if c["group"] == "backends"]
+    new_backends = [c for c in new["cases"] if c["group"] == "backends"]
+    assert {c["workload"]["n"] for c in old_backends} == {100}
+    assert {c["workload"]["n"] for c in new_backends} == {60}  # this run's cases
+    kept = [c for c in new["cases"] if c["group"] != "backends"]
+    assert kept == [c for c in data["cases"] if c["group"] != "backends"]  # as they were
+    assert new["meta"]["started"] == data["meta"]["started"]
+    assert [u["groups"] for u in new["meta"]["updates"]] == [["backends"]]
+    assert new["summary"]["dense_over_compiled_n10000"] == data["summary"][
+        "dense_over_compiled_n10000"
+    ]
+    on_disk = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert on_disk["cases"] == new["cases"]
 
 
 def test_scaling_fit_covers_both_sentences(quick_results: tuple[Path, dict]) -> None:
