@@ -190,9 +190,19 @@ def _setup(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- provenance
 
 
-def git_commit() -> str | None:
-    """The repository's HEAD commit (with ``+dirty`` when the tree has changes), if any."""
-    root = Path(__file__).resolve().parent.parent
+#: Files runs write (result files, benchmark outputs): a change there does not make a tree dirty.
+OUTPUT_PATHS = (
+    ":(top,exclude,glob)results/**",
+    ":(top,exclude,glob)benchmarks/**/*.json",
+    ":(top,exclude,glob)benchmarks/**/*.md",
+    ":(top,exclude,glob)benchmarks/**/*.png",
+)
+
+
+def git_commit(root: Path | None = None) -> str | None:
+    """The repository's HEAD commit, with ``+dirty`` when tracked files other than outputs
+    (:data:`OUTPUT_PATHS`) have changes; ``None`` outside a repository."""
+    root = root or Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
@@ -202,7 +212,17 @@ def git_commit() -> str | None:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":(top)",
+            ]
+            + list(OUTPUT_PATHS),
             capture_output=True,
             text=True,
             timeout=10,

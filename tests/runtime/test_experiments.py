@@ -4,6 +4,7 @@ training, R², the bench CLI and the report (data-folder tests skip when it is a
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -357,6 +358,29 @@ def test_bench_count_cli_writes_a_result(
     rec = json.loads((tmp_path / "count-randomgraph-triangle-gin.json").read_text())
     assert rec["data"]["sizes"] == {"train": 16, "val": 16, "test": 16}
     assert rec["config"]["epochs_max"] == 1 and rec["seeds"] == [0]
+
+
+def test_git_commit_ignores_result_files(tmp_path: Path) -> None:
+    from runtime.cli_bench import git_commit
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    git("init", "-q")
+    for path in ("code.py", "results/count.json", "benchmarks/results.json"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text("0\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    head = git("rev-parse", "HEAD")
+    assert git_commit(tmp_path) == head
+    (tmp_path / "results/count.json").write_text("1\n")  # what runs write
+    (tmp_path / "benchmarks/results.json").write_text("1\n")
+    assert git_commit(tmp_path) == git_commit(tmp_path / "results") == head
+    (tmp_path / "code.py").write_text("1\n")
+    assert git_commit(tmp_path) == git_commit(tmp_path / "results") == head + "+dirty"
 
 
 def test_bench_count_append_adds_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
