@@ -408,6 +408,11 @@ def markdown(data: dict[str, Any]) -> str:
         f"{m.get('threads')} thread(s) per process.",
         f"- time: {m.get('timing')}.",
         f"- memory: {m.get('memory')}.",
+        *(
+            f"- updated (`--update`): group(s) {', '.join(u.get('groups', []))} re-run "
+            f"{u.get('started')} → {u.get('finished')}, commit `{u.get('git_commit')}`."
+            for u in m.get("updates", [])
+        ),
         "",
         "## Summary",
         "",
