@@ -127,11 +127,15 @@ def test_update_replaces_only_the_groups_run(
     assert kept == [c for c in data["cases"] if c["group"] != "backends"]  # as they were
     assert new["meta"]["started"] == data["meta"]["started"]
     assert [u["groups"] for u in new["meta"]["updates"]] == [["backends"]]
-    assert new["summary"]["dense_over_compiled_n10000"] == data["summary"][
-        "dense_over_compiled_n10000"
-    ]
+    assert (
+        new["summary"]["dense_over_compiled_n10000"]
+        == data["summary"]["dense_over_compiled_n10000"]
+    )
     on_disk = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert on_disk["cases"] == new["cases"]
+    assert "- updated (`--update`): group(s) backends re-run" in (
+        tmp_path / "results.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_scaling_fit_covers_both_sentences(quick_results: tuple[Path, dict]) -> None:
