@@ -175,7 +175,10 @@ def _run_note(r: Result) -> str:
     t = d.get("targets", {})
     if t.get("file_label") is not None:
         bits.append(f"{t.get('file_label_disagreements')} disagreement(s) with `{t['file_label']}`")
-    bits.append(f"{d.get('wall_seconds', 0):.0f} s")
+    earlier = d.get("earlier", [])  # runs `--append` merged into this file
+    wall = d.get("wall_seconds") or 0
+    wall += sum(e.get("wall_seconds") or 0 for e in earlier)
+    bits.append(f"{wall:.0f} s" + (f" over {len(earlier) + 1} runs" if earlier else ""))
     return "; ".join(bits)
 
 

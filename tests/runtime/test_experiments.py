@@ -498,6 +498,7 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
             "seeds": [0],
             "config": {},
             "wall_seconds": 5,
+            "earlier": [{"seeds": [1], "wall_seconds": 7}, {"seeds": [2], "wall_seconds": 9}],
         },
     )
     _write(tmp_path, "notes.json", {"something": "else"})
@@ -509,6 +510,9 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     assert "| GIN | 0.9800 / 0.9824 |" in report
     assert "0 disagreement(s) with `count_triangle`" in report
     assert "≤ 30 epochs (ran 30), batch 64" in report
+    assert "`count-randomgraph-triangle-gin.json`; 1 seed(s)" in report
+    assert "count_triangle`; 100 s\n" in report
+    assert "`filter-twodgrid30-low-gin.json`; 1 seed(s); 21 s over 3 runs" in report  # --append
     pngs = sorted(p.name for p in written if p.suffix == ".png")
     assert pngs == ["table1.png", "table2-randomgraph.png", "table3.png"]
     assert all((tmp_path / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
