@@ -400,17 +400,6 @@ MASK_SLOTS_MIN = 1 << 20
 MASK_TERMS_PER_CHUNK = 1 << 14
 
 
-def _coalesced(index: Tensor, values: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """``(index, values)`` sorted row-major with repeated entries added up (torch's CSR product
-    needs both: with repeats it can crash)."""
-    key = index[0] * n + index[1]
-    if is_coalesced(key):
-        return index, values
-    uniq, inverse = torch.unique(key, sorted=True, return_inverse=True)
-    summed = values.new_zeros((uniq.numel(), *values.shape[1:])).index_add_(0, inverse, values)
-    return torch.stack([uniq // max(n, 1), uniq % max(n, 1)]), summed
-
-
 def _mask_windows(
     ia: Tensor, ib: Tensor, ptr_b: Tensor, urow: Tensor, ucol: Tensor, n: int
 ) -> tuple[Tensor, Tensor]:
@@ -501,9 +490,10 @@ def _sampled_blocked_raw(
     dtype = torch.promote_types(wa.dtype, wb.dtype)
     device = mask.device
     given_a = ia
-    ia, wa2 = _coalesced(ia, wa2.to(dtype), n)
+    # torch's CSR product needs sorted rows without repeats (with repeats it can crash)
+    ia, wa2 = _coalesce_torch(ia, wa2.to(dtype), n)
     same_ab = given_a is ib and ia is given_a  # A's entries, already coalesced, are B's: A A
-    ib, wb2 = (ia, wb2.to(dtype)) if same_ab else _coalesced(ib, wb2.to(dtype), n)
+    ib, wb2 = (ia, wb2.to(dtype)) if same_ab else _coalesce_torch(ib, wb2.to(dtype), n)
     mkey = mask[0] * n + mask[1]
     if is_coalesced(mkey):  # masks the compiler builds are (edges, compositions, unions)
         uniq, inverse, urow, ucol = mkey, None, mask[0], mask[1]
