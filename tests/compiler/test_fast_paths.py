@@ -1,6 +1,7 @@
 """The compiled module's shortcuts give the dense evaluator's values: the 0/1 adjacency as a
 value-less operator, the row-blocked sampled product (many blocks forced; the mask read through
-the slot table and by binary search), edges that arrive unsorted or repeated; and what a batch
+one table, a table refilled per chunk of rows, and by binary search), edges that arrive unsorted
+or repeated; and what a batch
 remembers (its validation) is forgotten when one of its tensors changes in place."""
 
 from __future__ import annotations
