@@ -280,6 +280,22 @@ class _BatchMemo:
         )
 
 
+def _through_cache(
+    cache: PreprocessCache | None,
+    transform: str,
+    fingerprint: Callable[[PreprocessCache], str],
+    build: Callable[[], LocalGraph],
+    params: tuple[tuple[str, Any], ...],
+    compute: Callable[[LocalGraph], T],
+) -> T:
+    """``compute`` of one graph through the cache, filed under its fingerprint; the graph is
+    built (``build()``) only on a miss."""
+    if cache is None:
+        return compute(build())
+    key = CacheKey(transform, fingerprint(cache), params)
+    return cache.get_or_compute(key, lambda: compute(build()))
+
+
 def _cached(
     cache: PreprocessCache | None,
     transform: str,
@@ -287,11 +303,15 @@ def _cached(
     params: tuple[tuple[str, Any], ...],
     compute: Callable[[LocalGraph], T],
 ) -> T:
-    """``compute`` of one graph, through the cache; the graph is converted only on a miss."""
-    if cache is None:
-        return compute(as_local_graph(graph))
-    key = CacheKey(transform, cache.fingerprint(graph), params)
-    return cache.get_or_compute(key, lambda: compute(as_local_graph(graph)))
+    """``compute`` of one graph, through the cache."""
+    return _through_cache(
+        cache,
+        transform,
+        lambda c: c.fingerprint(graph),
+        lambda: as_local_graph(graph),
+        params,
+        compute,
+    )
 
 
 def _per_graph(
@@ -304,17 +324,21 @@ def _per_graph(
     """``compute`` of every graph of a batch, through the cache; fingerprints come straight
     from the batch's arrays and only missing graphs are built."""
     edges = _batch_edges(batch)
-    if cache is None:
-        return [compute(edges.graph(k)) for k in range(batch.num_graphs)]
-    out = []
-    for k in range(batch.num_graphs):
-        key = CacheKey(transform, edges.fingerprint(k), params)
-        out.append(cache.get_or_compute(key, functools.partial(_compute_graph, compute, edges, k)))
-    return out
+    return [
+        _through_cache(
+            cache,
+            transform,
+            functools.partial(_batch_fingerprint, edges, k),
+            functools.partial(edges.graph, k),
+            params,
+            compute,
+        )
+        for k in range(batch.num_graphs)
+    ]
 
 
-def _compute_graph(compute: Callable[[LocalGraph], T], edges: _BatchEdges, k: int) -> T:
-    return compute(edges.graph(k))
+def _batch_fingerprint(edges: _BatchEdges, k: int, cache: PreprocessCache) -> str:
+    return edges.fingerprint(k)  # straight from the batch's arrays: nothing to remember
 
 
 # --------------------------------------------------------------------------- spectra
