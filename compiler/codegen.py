@@ -191,8 +191,8 @@ class _Context:
     # kernels take them as value-less operators, and M ⊙ 1 = M needs no product.
     ones: frozenset[int] = frozenset()
     # operators built in this forward pass: torch_sparse's by (mask, values, transposed), torch's
-    # CSR by (mask, values, False, "csr"), row pointers by mask: a plan that propagates several
-    # times with one support builds its CSR structure once.
+    # CSR by (mask, values, False, "csr"), row pointers by ("rowptr", mask, transposed): a plan
+    # that propagates several times with one support builds its CSR structure once.
     operators: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -539,6 +539,16 @@ class CompiledModule(nn.Module):
             ctx.operators[key] = op
         return op
 
+    @staticmethod
+    def _row_pointers(ctx: _Context, mask: int, transposed: bool, index: Tensor) -> Tensor:
+        """CSR row pointers of ``index`` (mask register ``mask``, maybe transposed), built once
+        per pass."""
+        key = ("rowptr", mask, transposed)
+        rowptr = ctx.operators.get(key)
+        if rowptr is None:
+            rowptr = ctx.operators[key] = sparse.row_pointers(index[0], ctx.n)
+        return rowptr
+
     def _op_propagate(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask, vals, h = args
         transposed = bool(step.attr("transpose"))
@@ -546,10 +556,11 @@ class CompiledModule(nn.Module):
         if index.shape[1] == 0:
             return h.new_zeros((ctx.n,))
         unit = step.args[1] in ctx.ones  # A of a 0/1 graph: a value-less operator
-        counts = unit and step.args[2] in self._ones_registers
+        if unit and step.args[2] in self._ones_registers:
+            # A 𝟏 of a 0/1 matrix (no repeated entries): its row counts
+            rowptr = self._row_pointers(ctx, step.args[0], transposed, index)
+            return (rowptr[1:] - rowptr[:-1]).to(h.dtype)
         if ctx.backend != "torch_sparse" or vals.dim() != 1:
-            if counts:  # A 𝟏 of a 0/1 matrix (no repeated entries): its row counts
-                return torch.bincount(index[0], minlength=ctx.n).to(h.dtype)
             weight = None if unit else vals
             return sparse.propagate(index, h, weight, num_nodes=ctx.n, backend=ctx.backend)
         if (
@@ -560,11 +571,7 @@ class CompiledModule(nn.Module):
         ):
             # a sorted mask and one signal: torch's CSR matrix-vector product (exact gradient
             # in h), cheaper than torch_sparse's spmm, which takes h as a one-column matrix
-            rowptr = ctx.operators.get(step.args[0])
-            if rowptr is None:
-                rowptr = ctx.operators[step.args[0]] = sparse.row_pointers(index[0], ctx.n)
-            if counts:
-                return (rowptr[1:] - rowptr[:-1]).to(h.dtype)
+            rowptr = self._row_pointers(ctx, step.args[0], False, index)
             key = (step.args[0], step.args[1], False, "csr")
             csr = ctx.operators.get(key)
             if csr is None:
@@ -574,8 +581,6 @@ class CompiledModule(nn.Module):
                 ctx.operators[key] = csr
             return torch.mv(csr, h)
         op = self._operator(ctx, step, index, vals, unit, h.dtype)
-        if counts:
-            return op.storage.rowcount().to(h.dtype)
         out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
         return out if h.dim() == 2 else out.squeeze(-1)
 
