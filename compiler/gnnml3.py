@@ -70,7 +70,7 @@ from matlang.errors import CompileError, EvaluationError
 from matlang.functions import lower as lower_formula
 from runtime import sparse
 from runtime.batch import Batch, as_batch
-from runtime.models.gnnml3 import GNNML3Conv
+from runtime.models.gnnml3 import GNNML3Conv, SupportOperator
 from runtime.preprocess import Supports
 
 IDENTITY = "I"  # the all-pass support C^{(0)}: it carries channels from layer to layer
@@ -537,8 +537,9 @@ class GNNML3Target(_Target):
         sup = self.supports(batch, **inputs) if supports is None else supports
         attr = sup.edge_attr.to(dtype)
         h = input_features(self.program, batch, inputs, dtype)
+        op = SupportOperator(sup.edge_index, h.shape[0], sup.num_supports)  # shared by the layers
         for conv, acts in zip(self.layers, self.activations, strict=True):
-            h = conv(h, sup.edge_index, attr, self.backend)
+            h = conv(h, sup.edge_index, attr, operator=op)
             if acts:  # σ = f on the channels that realise a non-polynomial function
                 cols = list(h.unbind(1))
                 for j, node in acts:

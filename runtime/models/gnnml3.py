@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,9 +124,7 @@ class _SupportProduct(torch.autograd.Function):
     def forward(ctx: Any, values: Tensor, h: Tensor, op: SupportOperator) -> Tensor:
         ctx.save_for_backward(values, h)
         ctx.op = op
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
-            return op.matrix(values) @ h
+        return op.matrix(values) @ h
 
     @staticmethod
     @once_differentiable
@@ -136,13 +133,11 @@ class _SupportProduct(torch.autograd.Function):
         op: SupportOperator = ctx.op
         grad = grad.contiguous()
         grad_values = grad_h = None
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Sparse CSR tensor support")
-            if ctx.needs_input_grad[0]:
-                pattern = op.matrix(torch.zeros_like(values))
-                grad_values = torch.sparse.sampled_addmm(pattern, grad, h.t(), beta=0.0).values()
-            if ctx.needs_input_grad[1]:
-                grad_h = op.transposed_product(values, grad)
+        if ctx.needs_input_grad[0]:
+            pattern = op.matrix(torch.zeros_like(values))
+            grad_values = torch.sparse.sampled_addmm(pattern, grad, h.t(), beta=0.0).values()
+        if ctx.needs_input_grad[1]:
+            grad_h = op.transposed_product(values, grad)
         return grad_values, grad_h, None
 
 
@@ -321,7 +316,6 @@ class GNNML3Conv(nn.Module):
         x: Tensor,
         edge_index: Tensor,
         support: Tensor,
-        backend: str | None = None,
         operator: SupportOperator | None = None,
     ) -> Tensor:
         """``operator``: ``M``'s pattern prepared once for several layers (built from
@@ -460,5 +454,5 @@ class GNNML3(GraphModel):
         # M's pattern, prepared once for every layer
         op = SupportOperator(sup.edge_index, x.shape[0], sup.num_supports)
         for conv in self.convs:
-            x = conv(self.dropout(x), sup.edge_index, attr, self.backend, operator=op)
+            x = conv(self.dropout(x), sup.edge_index, attr, operator=op)
         return x
