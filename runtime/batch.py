@@ -17,6 +17,7 @@ import torch
 
 from matlang.errors import GraphError
 from runtime.graphs import Graph, as_graph, as_graphs
+from runtime.sparse import is_coalesced
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,13 +87,17 @@ class Batch:
         edges (validation, coalesced edges) is computed once per batch. An in-place change of
         ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it."""
         fp = self._fingerprint()
-        hit = self._memo.get(name)
-        if fp is not None and hit is not None and hit[0] == fp:
-            return hit[1]
+        if self._remembers(name, fp):
+            return self._memo[name][1]
         value = compute()
         if fp is not None:
             self._memo[name] = (fp, value)
         return value
+
+    def _remembers(self, name: str, fp: tuple[Any, ...] | None) -> bool:
+        """Whether ``name`` was remembered for the tensors fingerprinted ``fp``."""
+        hit = self._memo.get(name)
+        return fp is not None and hit is not None and hit[0] == fp
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, *, allow_directed: bool = False, allow_self_loops: bool = False) -> Batch:
@@ -102,11 +107,11 @@ class Batch:
         every forward pass of a model over the same batch, costs O(1). Passing the strict checks
         also vouches for the lax ones."""
         fp = self._fingerprint()
-        if fp is not None:
-            for key in {(allow_directed, allow_self_loops), (False, False)}:
-                hit = self._memo.get(f"valid{key}")
-                if hit is not None and hit[0] == fp:
-                    return self
+        if any(
+            self._remembers(f"valid{key}", fp)
+            for key in ((allow_directed, allow_self_loops), (False, False))
+        ):
+            return self
         self._check(allow_directed, allow_self_loops)
         if fp is not None:
             self._memo[f"valid{(allow_directed, allow_self_loops)}"] = (fp, True)
@@ -135,8 +140,7 @@ class Batch:
 
         def check() -> bool:
             ei = self.edge_index.to(torch.int64)
-            key = ei[0] * self.num_nodes + ei[1]
-            return key.numel() < 2 or bool((key[1:] > key[:-1]).all())
+            return is_coalesced(ei[0] * self.num_nodes + ei[1])
 
         return bool(self.cached("coalesced", check))
 

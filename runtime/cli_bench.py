@@ -154,9 +154,7 @@ def _check_append(args: argparse.Namespace, seeds: list[int]) -> None:
         args.bench, args.dataset, getattr(args, "task", None), args.model
     )
     old = _read_result(path)
-    both = sorted(set(old.get("seeds", [])) & set(seeds))
-    if both:
-        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
+    _check_new_seeds(path, old, seeds)
     given = {**_train_record(args), "limit": getattr(args, "limit", None)}
     config = old.get("config", {})
     for key, value in given.items():
@@ -166,6 +164,12 @@ def _check_append(args: argparse.Namespace, seeds: list[int]) -> None:
                 " (another config); run without --append to replace it, or with --out to "
                 "keep both"
             )
+
+
+def _check_new_seeds(path: Path, old: dict[str, Any], seeds: list[int]) -> None:
+    both = sorted(set(old.get("seeds", [])) & set(seeds))
+    if both:
+        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
 
 
 def _read_result(path: Path) -> dict[str, Any]:
@@ -308,9 +312,7 @@ def merge_seeds(path: Path, record: dict[str, Any]) -> dict[str, Any]:
                 f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run without --append "
                 "to replace it, or with --out to keep both"
             )
-    both = sorted(set(old.get("seeds", [])) & set(record["seeds"]))
-    if both:
-        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
+    _check_new_seeds(path, old, record["seeds"])
     runs = sorted(old["runs"] + record["runs"], key=lambda r: r["seed"])
     metric = next(k for k in record["runs"][0] if k.startswith("test_"))
     per_seed = [r[metric] for r in runs]
