@@ -17,7 +17,7 @@ import torch
 
 from matlang.errors import GraphError
 from runtime.graphs import Graph, as_graph, as_graphs
-from runtime.sparse import is_coalesced
+from runtime.sparse import is_coalesced, row_pointers
 
 
 @dataclass(frozen=True, eq=False)
@@ -266,10 +266,9 @@ def _symmetric_sorted(ei: torch.Tensor, weight: torch.Tensor | None, n: int) -> 
     the CSC form of A, read as CSR, is Aᵀ with sorted rows; A = Aᵀ iff the arrays agree."""
     import scipy.sparse as sps
 
-    row, col = ei[0].numpy(), ei[1].numpy()
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
-    data = np.ones(row.size, dtype=np.int8) if weight is None else weight.detach().cpu().numpy()
+    col = ei[1].numpy()
+    indptr = row_pointers(ei[0], n).numpy()
+    data = np.ones(col.size, dtype=np.int8) if weight is None else weight.detach().cpu().numpy()
     t = sps.csr_matrix((data, col, indptr), shape=(n, n)).tocsc()
     same = np.array_equal(t.indptr, indptr) and np.array_equal(t.indices, col)
     return same and (weight is None or np.array_equal(t.data, data))
