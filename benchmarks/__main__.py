@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from benchmarks.runner import GROUPS, Config
+    from benchmarks.perf.runner import GROUPS, Config
 
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     unknown = [g for g in groups if g not in GROUPS]
@@ -104,7 +104,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 def main_from_args(args: argparse.Namespace) -> int:
     """Run what ``args`` asks and print the summary; the exit code."""
-    from benchmarks.runner import run
+    from benchmarks.perf.runner import run
 
     cfg = config_from_args(args)
     data = run(cfg)
@@ -130,7 +130,7 @@ def main_from_args(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Speed, memory and scaling of compiled modules (issue 7).",
+        description="Speed, memory and scaling of compiled modules.",
     )
     add_arguments(p)
     return main_from_args(p.parse_args(argv))

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # torch is imported when a module is built, not with `import 
     import torch
     from torch import Tensor
 
-    from compiler.codegen import CompiledModule
+    from compiler.module import CompiledModule
 
 
 def _dtype(dtype: Any) -> torch.dtype:
@@ -59,10 +59,10 @@ def compile(  # noqa: A001 - the public name the design asks for
         validate: validate each batch (symmetric, no self-loops, indices in range).
 
     Returns:
-        a :class:`~compiler.codegen.CompiledModule`; call it on a ``runtime.batch.Batch``, a list
+        a :class:`~compiler.module.CompiledModule`; call it on a ``runtime.batch.Batch``, a list
         of graphs, or a PyG ``Data``/``Batch``.
     """
-    from compiler.codegen import CompiledModule
+    from compiler.module import CompiledModule
     from runtime import sparse
 
     if backend is not None:

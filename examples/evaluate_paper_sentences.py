@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.dense import evaluate_graph
 from matlang import evaluate, parse_program
-from runtime.graphs import named
+from matlang.evaluator import evaluate_graph
+from matlang.graphs import named
 
 SENTENCES = Path(__file__).with_name("paper_sentences.mat")
 GRAPHS = [

@@ -4,27 +4,69 @@
 >>> e = matlang.parse("tr(A^3) / 6")
 >>> matlang.evaluate(e, "K4")
 4
+
+This module is the front door: its names load their modules on first use (PEP 562), so
+``import matlang`` and the light commands (``matlang wl``) do not pay for sympy, and
+``matlang.compile`` is the only name that imports torch.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from matlang.analyzer import Analysis, classify
-from matlang.ast import Expr, Program, Sentence
-from matlang.errors import MatlangError
-from matlang.parser import parse, parse_program
-from matlang.printer import to_latex, to_text
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from matlang.analyzer import Analysis
+    from matlang.ast import Expr, Program, Sentence
+    from matlang.errors import MatlangError
+    from matlang.parser import parse, parse_program
+    from matlang.printer import to_latex, to_text
+
+#: Public name → the module that defines it.
+_LAZY = {
+    "Analysis": "matlang.analyzer",
+    "Expr": "matlang.ast",
+    "Program": "matlang.ast",
+    "Sentence": "matlang.ast",
+    "MatlangError": "matlang.errors",
+    "parse": "matlang.parser",
+    "parse_program": "matlang.parser",
+    "to_latex": "matlang.printer",
+    "to_text": "matlang.printer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'matlang' has no attribute {name!r}")
 
 
 def evaluate(expr: Expr | str, graph: Any, **kwargs: Any) -> Any:
     """The exact value of a sentence on a graph or a list of graphs (see
-    :func:`compiler.dense.evaluate`)."""
-    from compiler.dense import evaluate as _evaluate
+    :func:`matlang.evaluator.evaluate`)."""
+    from matlang.evaluator import evaluate as _evaluate
 
     return _evaluate(expr, graph, **kwargs)
+
+
+def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = False) -> Analysis:
+    """Which fragment (L1/L2/L3) and WL level a sentence needs, why, and a witness pair (see
+    :func:`matlang.analyzer.classify`). ``datasets`` also searches the data folder's pairs
+    (graph8c, EXP, sr25; :func:`runtime.datasets.witness_classes`)."""
+    from matlang.analyzer import classify as _classify
+
+    library = None
+    if witness and datasets:
+        from matlang.witness import WitnessLibrary
+        from runtime.datasets import witness_classes
+
+        library = WitnessLibrary.default(witness_classes())
+    return _classify(sentence, witness=witness, library=library)
 
 
 def compile(source: Any, **kwargs: Any) -> Any:  # noqa: A001 - the name the design asks for

@@ -259,14 +259,15 @@ def classify(
     sentence: ast.Expr | str,
     *,
     witness: bool = True,
-    datasets: bool = False,
+    library: Any = None,
 ) -> Analysis:
     """Analyse a sentence (an Expr, or text with optional ``let``/``input`` statements).
 
-    ``witness`` searches the built-in pair libraries (``datasets`` adds graph8c, EXP and sr25
-    when the data folder is present) for a pair that a lower level cannot separate but the
-    sentence does. A sentence that separates a pair its own fragment cannot separate would be a
-    bug of this analyzer: :class:`matlang.witness.SoundnessError` is raised, never reported.
+    ``witness`` searches ``library`` (a :class:`matlang.witness.WitnessLibrary`; default: the built-
+    in one; ``matlang.classify(datasets=True)`` adds graph8c, EXP and sr25) for a pair that a lower
+    level cannot separate but the sentence does. A sentence that separates a pair its own fragment
+    cannot separate would be a bug of this analyzer: :class:`matlang.witness.SoundnessError` is
+    raised, never reported.
     """
     from matlang.parser import parse
     from matlang.printer import to_text
@@ -290,7 +291,7 @@ def classify(
         else:
             from matlang.witness import WitnessLibrary
 
-            library = WitnessLibrary.default(datasets=datasets)
+            library = library or WitnessLibrary.default()
             found = library.search(e, level)
             searched = True
     return Analysis(

@@ -10,7 +10,7 @@ flattened and left-associated, linear combinations collected by sympy).
 Soundness. Every rule preserves the value of a sentence on every **simple undirected graph**
 (A symmetric, 0/1, empty diagonal) wherever the sentence is defined; rules that need one of these
 facts list it in ``assumes``. A rule may make a sentence defined where it was not (0·(1/0) → 0).
-Each rule is tested against the exact dense evaluator in ``tests/analyzer``.
+Each rule is tested against the exact dense evaluator in ``tests/matlang``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ import numpy as np
 
 from matlang import ast
 from matlang.errors import MatlangError
-from runtime.graphs import Graph, from_adjacency, from_graph6, named
+from matlang.graphs import Graph, from_adjacency, from_graph6, named
 
 #: Names of the tags, as the witness JSON writes them.
 TAGS: dict[int, str] = {1: "1-WL", 2: "L2", 3: "3-WL"}
@@ -135,17 +135,17 @@ class Witness:
         return self.graphs[0].label(), self.graphs[1].label()
 
     def to_json(self) -> dict[str, Any]:
-        from matlang.commands import jsonable
+        from matlang.evaluator import to_json
 
         return {
             "level": self.level_name,
             "pair": list(self.pair),
-            "values": [jsonable(v) for v in self.values],
+            "values": [to_json(v) for v in self.values],
             "source": self.source,
         }
 
     def __str__(self) -> str:
-        from matlang.commands import show
+        from matlang.evaluator import format_value as show
 
         a, b = self.pair
         return (
@@ -200,54 +200,6 @@ def _builtin_classes() -> list[PairClass]:
             )
         )
     return out
-
-
-@lru_cache(maxsize=4)
-def _dataset_classes(root: str) -> tuple[PairClass, ...]:
-    """graph8c's 1-WL classes, EXP's 1-WL-equivalent pairs and sr25 (verified once, cached)."""
-    from runtime import datasets
-    from runtime.wl import classes, pair_equivalence
-
-    out: list[PairClass] = []
-    if datasets.data_available("graph8c"):
-        gs = datasets.load_graph8c()
-        for c in classes(gs, "1-wl"):
-            if len(c) > 1:
-                out.append(
-                    PairClass(
-                        1,
-                        "graph8c 1-WL class",
-                        tuple(gs[i].with_name(None) for i in c),
-                        tuple(f"graph8c[{i}]" for i in c),
-                    )
-                )
-    if datasets.data_available("exp"):
-        exp = datasets.load_exp()
-        ok = pair_equivalence(exp.graphs, exp.pairs, "1-wl")
-        for (i, j), eq in zip(exp.pairs.tolist(), ok.tolist()):
-            if eq:
-                g, h = exp.graphs[i], exp.graphs[j]
-                out.append(
-                    PairClass(
-                        1,
-                        "EXP 1-WL-equivalent pair",
-                        (Graph(g.adjacency), Graph(h.adjacency)),
-                        (f"exp[{i}]", f"exp[{j}]"),
-                    )
-                )
-    if datasets.data_available("sr25"):
-        gs = datasets.load_sr25()
-        for c in classes(gs, "3-wl"):
-            if len(c) > 1:
-                out.append(
-                    PairClass(
-                        3,
-                        "sr25 strongly regular graphs",
-                        tuple(gs[i].with_name(None) for i in c),
-                        tuple(f"sr25[{i}]" for i in c),
-                    )
-                )
-    return tuple(out)
 
 
 # --------------------------------------------------------------------------- comparing values
@@ -313,16 +265,13 @@ class WitnessLibrary:
         self.classes = list(classes)
 
     @staticmethod
-    def default(*, datasets: bool = False) -> WitnessLibrary:
-        """The built-in library (built once), plus the data folder's classes with ``datasets``."""
+    def default(extra: Sequence[PairClass] = ()) -> WitnessLibrary:
+        """The built-in library (built once), plus ``extra`` classes (the data folder's, from
+        :func:`runtime.datasets.witness_classes`, when ``matlang.classify(datasets=True)``)."""
         lib = _builtin()
-        if not datasets:
+        if not extra:
             return lib
-        from runtime.datasets import data_available, data_root
-
-        if not data_available():
-            return lib
-        return WitnessLibrary([*lib.classes, *_dataset_classes(str(data_root()))])
+        return WitnessLibrary([*lib.classes, *extra])
 
     @property
     def graphs(self) -> list[Graph]:
@@ -335,7 +284,7 @@ class WitnessLibrary:
         Classes of tag ≥ ``level`` are evaluated too, and raise :class:`SoundnessError` when the
         sentence separates them.
         """
-        from compiler.dense import evaluate_graph
+        from matlang.evaluator import evaluate_graph
 
         memo: dict[int, Any] = {}
         fail = object()

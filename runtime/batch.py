@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from matlang.errors import GraphError
-from runtime.graphs import Graph, as_graph, as_graphs
+from matlang.graphs import Graph, as_graph, as_graphs
 from runtime.sparse import is_coalesced, row_pointers
 
 
@@ -275,7 +275,7 @@ def _symmetric_sorted(ei: torch.Tensor, weight: torch.Tensor | None, n: int) -> 
 
 
 def _graph_from_local(ei: torch.Tensor, n: int, w: torch.Tensor | None, name: str, x: Any) -> Graph:
-    from runtime.graphs import from_edge_index
+    from matlang.graphs import from_edge_index
 
     return from_edge_index(ei, n, edge_weight=w, name=name, x=x, allow_weights=w is not None)
 

@@ -3,7 +3,7 @@
 The data folder is ``$MATLANG_DATA`` when set, else ``../shared/data`` next to the working
 directory or next to the repository. Every loader validates what it reads and raises
 :class:`~matlang.errors.DataError` naming the file (and graph) when something is malformed.
-Graphs come back as :class:`~runtime.graphs.Graph`; datasets with labels or splits come back as
+Graphs come back as :class:`~matlang.graphs.Graph`; datasets with labels or splits come back as
 small frozen dataclasses holding the graphs and numpy arrays.
 """
 
@@ -13,14 +13,15 @@ import os
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from matlang.errors import DataError, GraphError
-from runtime.graphs import PAPER_GRAPH6, Graph, from_adjacency, from_edge_index, from_graph6
+from matlang.graphs import PAPER_GRAPH6, Graph, from_adjacency, from_edge_index, from_graph6
+from matlang.witness import PairClass
 
 ENV_VAR = "MATLANG_DATA"
 
@@ -518,3 +519,62 @@ def load(name: str) -> Any:
     if key not in DATASETS:
         raise DataError(f"no dataset {name!r}; known: {', '.join(DATASETS)}")
     return DATASETS[key].loader()
+
+
+# --------------------------------------------------------------------------- witnesses
+
+
+def witness_classes() -> tuple[PairClass, ...]:
+    """The data folder's witness classes for ``matlang.classify(datasets=True)``: graph8c's 1-WL
+    classes, EXP's 1-WL-equivalent pairs and sr25 (verified once per data folder, cached);
+    empty without a data folder."""
+    if not data_available():
+        return ()
+    return _witness_classes(str(data_root()))
+
+
+@lru_cache(maxsize=4)
+def _witness_classes(root: str) -> tuple[PairClass, ...]:
+    from runtime import datasets
+    from runtime.wl import classes, pair_equivalence
+
+    out: list[PairClass] = []
+    if datasets.data_available("graph8c"):
+        gs = datasets.load_graph8c()
+        for c in classes(gs, "1-wl"):
+            if len(c) > 1:
+                out.append(
+                    PairClass(
+                        1,
+                        "graph8c 1-WL class",
+                        tuple(gs[i].with_name(None) for i in c),
+                        tuple(f"graph8c[{i}]" for i in c),
+                    )
+                )
+    if datasets.data_available("exp"):
+        exp = datasets.load_exp()
+        ok = pair_equivalence(exp.graphs, exp.pairs, "1-wl")
+        for (i, j), eq in zip(exp.pairs.tolist(), ok.tolist()):
+            if eq:
+                g, h = exp.graphs[i], exp.graphs[j]
+                out.append(
+                    PairClass(
+                        1,
+                        "EXP 1-WL-equivalent pair",
+                        (Graph(g.adjacency), Graph(h.adjacency)),
+                        (f"exp[{i}]", f"exp[{j}]"),
+                    )
+                )
+    if datasets.data_available("sr25"):
+        gs = datasets.load_sr25()
+        for c in classes(gs, "3-wl"):
+            if len(c) > 1:
+                out.append(
+                    PairClass(
+                        3,
+                        "sr25 strongly regular graphs",
+                        tuple(gs[i].with_name(None) for i in c),
+                        tuple(f"sr25[{i}]" for i in c),
+                    )
+                )
+    return tuple(out)

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from matlang.errors import GraphError
+from matlang.graphs import Graph, as_graph
 from runtime.datasets import CountingData
-from runtime.graphs import Graph, as_graph
 
 Seed = int | np.random.Generator | None
 

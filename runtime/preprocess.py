@@ -4,7 +4,7 @@ Everything here is computed once per graph (numpy, float64) and kept in an expli
 :class:`PreprocessCache` that the caller owns. A cache entry is filed under a :class:`CacheKey`
 made of the transform's name, a fingerprint of the graph (sha256 of ``n``, the bytes of its
 local ``edge_index`` and of its edge weights) and *every* parameter of the transform, so a changed
-parameter can never read a stale entry. Finding the key is cheap: a :class:`~runtime.graphs.Graph`
+parameter can never read a stale entry. Finding the key is cheap: a :class:`~matlang.graphs.Graph`
 (immutable) is fingerprinted once per cache; a batch's graphs are fingerprinted straight from
 the batch's arrays, and a batch object seen before (evaluation reuses its batches every epoch)
 gets its assembled result back after an exact comparison of its arrays with the ones it had.
@@ -38,8 +38,8 @@ import torch
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
+from matlang.graphs import Graph, as_graph
 from runtime.batch import Batch
-from runtime.graphs import Graph, as_graph
 
 #: The matrix whose spectrum is taken: ``I - D^{-1/2} A D^{-1/2}`` (isolated nodes: 1 on the
 #: diagonal), ``D - A``, or ``A``.
@@ -96,8 +96,8 @@ def _fingerprint(n: int, rows: np.ndarray, cols: np.ndarray, weight: np.ndarray 
 
 
 def as_local_graph(obj: Any) -> LocalGraph:
-    """A :class:`LocalGraph` from a LocalGraph, a :class:`~runtime.graphs.Graph` or anything
-    :func:`~runtime.graphs.as_graph` accepts."""
+    """A :class:`LocalGraph` from a LocalGraph, a :class:`~matlang.graphs.Graph` or anything
+    :func:`~matlang.graphs.as_graph` accepts."""
     if isinstance(obj, LocalGraph):
         return obj
     g = obj if isinstance(obj, Graph) else as_graph(obj)
@@ -200,7 +200,7 @@ class PreprocessCache:
         return value
 
     def fingerprint(self, graph: Any) -> str:
-        """The graph's fingerprint; a :class:`~runtime.graphs.Graph`'s is computed once (its
+        """The graph's fingerprint; a :class:`~matlang.graphs.Graph`'s is computed once (its
         adjacency is read-only, like the edge arrays it caches on itself)."""
         if not isinstance(graph, Graph):
             return as_local_graph(graph).fingerprint()

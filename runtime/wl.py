@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from matlang.errors import GraphError, MatlangError
-from runtime.graphs import Graph, as_graph
+from matlang.graphs import Graph, as_graph
 
 Test = Literal["1-wl", "3-wl"]
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.cases import agree, summarize
-from benchmarks.handwritten import HANDWRITTEN, custom_l1, masked_l3, trace_a3
-from benchmarks.runner import TARGETS, Config, loglog_fit, run
-from benchmarks.timing import measure_peak, rss_bytes, time_interleaved
-from benchmarks.workloads import Workload, sparse_erdos_renyi
-from compiler.dense import evaluate, to_float
+from benchmarks.perf.cases import agree, summarize
+from benchmarks.perf.handwritten import HANDWRITTEN, custom_l1, masked_l3, trace_a3
+from benchmarks.perf.runner import TARGETS, Config, loglog_fit, run
+from benchmarks.perf.timing import measure_peak, rss_bytes, time_interleaved
+from benchmarks.perf.workloads import Workload, sparse_erdos_renyi
+from matlang.evaluator import evaluate, to_float
+from matlang.graphs import named
 from runtime.batch import Batch
-from runtime.graphs import named
 
 GRAPHS = ["K4", "petersen", "cycle5", "decalin", "star4"]
 

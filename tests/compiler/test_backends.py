@@ -9,12 +9,12 @@ import scipy.sparse as sps
 import torch
 
 from compiler.api import compile
-from compiler.codegen import coalesce_edges, compose_masks, full_mask, lookup, union_masks
 from matlang.errors import MatlangError
 from runtime import sparse
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi
-from tests.compiler.test_compile_vs_dense import GRAPHS
+from runtime.masks import coalesce_edges, compose_masks, full_mask, lookup, union_masks
+from tests.fixtures import GRAPHS
 
 needs_torch_sparse = pytest.mark.skipif(
     "torch_sparse" not in sparse.available_backends(),

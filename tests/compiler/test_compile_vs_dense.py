@@ -5,56 +5,21 @@ graphs and random graphs with isolated nodes, in one batch of mixed sizes, on bo
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from compiler.api import compile
-from compiler.dense import evaluate_graph
 from compiler.support import FullMaskError
 from matlang import ast, parse_program
 from matlang.errors import EvaluationError, MatlangError
-from runtime import sparse
+from matlang.evaluator import evaluate_graph
+from matlang.graphs import Graph, from_adjacency, named
 from runtime.batch import Batch
-from runtime.generators import erdos_renyi
-from runtime.graphs import Graph, from_adjacency, named
-from tests.lang.test_parser_golden import VALID
+from tests.fixtures import GRAPHS, VALID, backends
 
 P = pytest.param
-PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", "shrikhande"]
-
-
-def backends() -> list[Any]:
-    return [
-        P(b, marks=pytest.mark.skipif(
-            b not in sparse.available_backends(), reason="torch_sparse/torch_scatter not importable"
-        ))
-        for b in sparse.BACKENDS
-    ]
-
-
-def with_isolated(g: Graph, extra: int) -> Graph:
-    """``g`` plus ``extra`` isolated nodes (scattered, not only at the end)."""
-    n = g.num_nodes + extra
-    order = np.random.default_rng(n).permutation(n)
-    a = np.zeros((n, n), dtype=np.int64)
-    a[: g.num_nodes, : g.num_nodes] = np.asarray(g.adjacency)
-    a = a[np.ix_(order, order)]
-    return from_adjacency(a, name=f"{g.label()}+{extra}")
-
-
-def graph_set() -> list[Graph]:
-    """The paper's graphs and random graphs with isolated nodes, of mixed sizes."""
-    gs = [named(n) for n in PAPER]
-    gs += [with_isolated(erdos_renyi(n, p, seed=s), k) for n, p, s, k in
-           [(5, 0.6, 1, 2), (9, 0.35, 2, 3), (3, 1.0, 3, 1), (12, 0.25, 4, 0)]]
-    gs += [from_adjacency(np.zeros((1, 1), dtype=np.int64), name="K1"), named("petersen")]
-    return gs
-
-
-GRAPHS = graph_set()
 
 
 def reference(

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from compiler.api import compile
-from compiler.dense import evaluate
 from compiler.lower import LoweringError
 from compiler.support import FullMaskError
 from matlang.errors import CompileError, EvaluationError, GraphError, MatlangError, SourceError
+from matlang.evaluator import evaluate
+from matlang.graphs import from_adjacency, named
 from runtime.batch import Batch
-from runtime.graphs import from_adjacency, named
 
 P = pytest.param
 

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from compiler.api import compile
-from compiler.dense import evaluate_graph
 from matlang import parse
 from matlang.errors import GraphError
+from matlang.evaluator import evaluate_graph
 from runtime import sparse
 from runtime.batch import Batch
-from tests.compiler.test_compile_vs_dense import GRAPHS, backends
+from tests.fixtures import GRAPHS, backends
 
 SENTENCES = [
     "𝟏ᵀ A diag(exp(−A²𝟏)) A 𝟏",  # L1: propagations with the unit operator only

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
@@ -13,14 +9,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import matlang
-from compiler.dense import evaluate, to_float
-from compiler.gnnml1 import gnnml1_target, interpret, lower_gnnml1
+from compiler.targets.gnnml1 import gnnml1_target, interpret, lower_gnnml1
 from matlang import ast
 from matlang.errors import CompileError, EvaluationError, MatlangError
+from matlang.evaluator import evaluate, to_float
+from matlang.graphs import Graph, from_adjacency, named
 from runtime import sparse
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi, one_wl_equivalent_pairs
-from runtime.graphs import Graph, from_adjacency, named
 from runtime.models.gnnml1 import GNNML1Conv
 from runtime.wl import equivalent
 
@@ -310,31 +306,10 @@ def test_gnnml1_targets_never_separate_one_wl_equivalent_graphs() -> None:
 
 
 def _golden_sentences() -> list[str]:
-    """Every string sentence of the front end's golden table (tests/lang/test_parser_golden.py)."""
-    path = Path(__file__).resolve().parents[1] / "lang" / "test_parser_golden.py"
-    if not path.exists():
-        pytest.skip("the front end's golden table (tests/lang/test_parser_golden.py) is absent")
-    spec = importlib.util.spec_from_file_location("_matlang_parser_golden", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found: list[str] = []
+    """Every sentence of the front end's golden table (tests/fixtures.py ``VALID``)."""
+    from tests.fixtures import VALID
 
-    def collect(item: Any) -> None:
-        if isinstance(item, str):
-            found.append(item)
-        elif hasattr(item, "values") and hasattr(item, "marks"):  # pytest.param
-            if item.values and isinstance(item.values[0], str):
-                found.append(item.values[0])
-        elif isinstance(item, (tuple, list)) and item and isinstance(item[0], str):
-            found.append(item[0])
-
-    for name in dir(module):
-        value = getattr(module, name)
-        if name.isupper() and isinstance(value, (list, tuple)):
-            for item in value:
-                collect(item)
-    return sorted(set(found))
+    return sorted({p.values[0] for p in VALID})
 
 
 def _is_l1_without_functions(e: ast.Expr) -> bool:

@@ -14,14 +14,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import matlang
-from compiler.dense import evaluate, to_float
-from compiler.gnnml3 import gnnml3_target, support_radius
+from compiler.targets.gnnml3 import gnnml3_target, support_radius
 from matlang import ast
 from matlang.errors import CompileError, EvaluationError
+from matlang.evaluator import evaluate, to_float
+from matlang.graphs import Graph, from_adjacency, named
 from runtime import sparse
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi
-from runtime.graphs import Graph, from_adjacency, named
 from runtime.models.gnnml3 import GNNML3Conv
 
 PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", "shrikhande"]

@@ -18,15 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.api import compile
-from compiler.dense import evaluate_graph
 from compiler.support import FullMaskError
 from matlang import ast
 from matlang.errors import EvaluationError
+from matlang.evaluator import evaluate_graph
 from matlang.functions import BUILTINS, define
+from matlang.graphs import Graph, from_adjacency
 from matlang.shapes import COLUMN, MATRIX
 from runtime import sparse
 from runtime.batch import Batch
-from runtime.graphs import Graph, from_adjacency
 
 EXAMPLES = 330
 BATCHES_PER_EXAMPLE = 7

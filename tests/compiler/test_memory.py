@@ -13,7 +13,7 @@ from compiler.api import compile
 from compiler.cost import E, N, describe, mask_sizes, predict, symbolic
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi, random_regular
-from tests.compiler.test_compile_vs_dense import GRAPHS
+from tests.fixtures import GRAPHS
 
 
 @pytest.mark.parametrize("text", ["(A ⊙ A²)² 𝟏", "𝟏ᵀ (A ⊙ A²)² 𝟏", "tr(A³)", "tr((A ⊙ A²)²)"])

@@ -184,7 +184,7 @@ def _structural(s: S.Support, a: sps.csr_matrix) -> sps.csr_matrix:
 )
 def test_bounds_contain_the_true_support(text: str) -> None:
     """The value is zero off the bound, and the bound is inside its mask, on random graphs."""
-    from compiler.dense import evaluate
+    from matlang.evaluator import evaluate
 
     e = parse(text)
     s = infer_support(e)

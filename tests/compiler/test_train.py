@@ -11,13 +11,13 @@ import torch
 from torch.func import functional_call
 
 from compiler.api import compile
-from compiler.codegen import PointwiseMLP
-from compiler.dense import evaluate_graph, to_float
+from compiler.module import PointwiseMLP
 from matlang import parse_program
+from matlang.evaluator import evaluate_graph, to_float
+from matlang.graphs import named
 from runtime import sparse
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi
-from runtime.graphs import named
 
 SMALL = [named("K4"), erdos_renyi(6, 0.5, seed=1), erdos_renyi(5, 0.7, seed=2)]
 

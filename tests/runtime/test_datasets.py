@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from matlang.errors import DataError
+from matlang.graphs import PAPER_GRAPH6, Graph, from_graph6
 from runtime import datasets
-from runtime.graphs import PAPER_GRAPH6, Graph, from_graph6
 
 
 def features(g: Graph) -> np.ndarray:

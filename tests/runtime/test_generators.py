@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from matlang.errors import GraphError
+from matlang.graphs import Graph, named
 from runtime import generators as gen
 from runtime import wl
-from runtime.graphs import Graph, named
 
 
 def assert_simple(g: Graph) -> None:

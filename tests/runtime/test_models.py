@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
+from matlang.graphs import PAPER_PAIRS, Graph, from_adjacency, named
 from runtime import preprocess as pp
 from runtime import sparse
 from runtime.batch import Batch, as_batch
-from runtime.graphs import PAPER_PAIRS, Graph, from_adjacency, named
 from runtime.models import MODELS, build_model, resolve_config
 from runtime.models.base import GraphModel
 from runtime.models.gat import GATConfig
@@ -543,7 +543,7 @@ def test_build_model_configurations_and_errors() -> None:
 
 def _models_command(argv: list[str]) -> str:
     """Run ``matlang models ARGV`` through this module's own parser; return its stdout."""
-    from runtime import cli_models
+    from matlang.cli import models as cli_models
 
     parser = argparse.ArgumentParser(prog="matlang")
     cli_models.register(parser.add_subparsers(dest="command"))
@@ -555,9 +555,10 @@ def _models_command(argv: list[str]) -> str:
 
 
 def test_matlang_models_command() -> None:
-    from matlang.cli import COMMAND_MODULES
+    from matlang.cli import COMMANDS
+    from matlang.cli import models as cli_models
 
-    assert "runtime.cli_models" in COMMAND_MODULES
+    assert cli_models in COMMANDS
     rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
     assert {(r["model"], r["config"]) for r in rows} == {
         (m, c) for m in MODELS for c in ("iso", "count")

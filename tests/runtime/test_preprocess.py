@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from matlang.errors import MatlangError
+from matlang.graphs import from_adjacency, named
 from runtime import preprocess as pp
 from runtime.batch import as_batch
-from runtime.graphs import from_adjacency, named
 
 
 def dense_supports(a: np.ndarray, cfg: pp.SupportConfig) -> np.ndarray:

@@ -13,9 +13,9 @@ import pytest
 
 from matlang.cli import main
 from matlang.errors import GraphError, MatlangError
+from matlang.graphs import PAPER_GRAPH6, PAPER_PAIRS, Graph, from_adjacency, named
 from runtime import datasets, wl
 from runtime.generators import erdos_renyi, random_regular
-from runtime.graphs import PAPER_GRAPH6, PAPER_PAIRS, Graph, from_adjacency, named
 
 # --------------------------------------------------------------------------- helpers
 

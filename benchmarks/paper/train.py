@@ -1,0 +1,274 @@
+"""Training: seeded Adam over shuffled mini-batches, model selection on validation, early stop.
+
+A :class:`GraphSet` holds graphs and their targets, either one row per graph (``level="graph"``)
+or one row per node (``level="node"``, with an optional 0/1 node mask that selects the nodes the
+loss and the metrics see). :func:`fit` trains a model on one set, keeps the state of the epoch
+with the best validation loss, stops once the mean training loss falls below a threshold, and
+returns a :class:`TrainResult`. Everything runs in float32 on the CPU unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from matlang.errors import MatlangError
+from matlang.graphs import Graph
+from runtime.batch import Batch
+
+Level = Literal["graph", "node"]
+#: ``loss(prediction, target)`` summed over its rows (the rows a node mask keeps).
+LossFn = Callable[[Tensor, Tensor], Tensor]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (weights, dropout) from one integer."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+@dataclass(frozen=True, eq=False)
+class GraphSet:
+    """Graphs with targets: ``y`` is ``(G, k)`` (graph level) or ``(N, k)`` (node level, rows in
+    graph order); ``mask`` ``(N,)`` keeps the nodes where it is 1 (node level only)."""
+
+    graphs: Sequence[Graph]
+    y: Tensor
+    level: Level = "graph"
+    mask: Tensor | None = None
+    node_ptr: Tensor = field(init=False, repr=False)
+    # Evaluation walks the graphs in order every epoch: those batches are collated once.
+    _ordered: dict[int, list[tuple[Batch, Tensor, Tensor | None]]] = field(
+        init=False, repr=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        sizes = torch.tensor([g.num_nodes for g in self.graphs], dtype=torch.int64)
+        ptr = torch.zeros(len(self.graphs) + 1, dtype=torch.int64)
+        ptr[1:] = torch.cumsum(sizes, 0) if len(self.graphs) else ptr[1:]
+        object.__setattr__(self, "node_ptr", ptr)
+        y = self.y if self.y.dim() == 2 else self.y.reshape(-1, 1)
+        object.__setattr__(self, "y", y)
+        rows = len(self.graphs) if self.level == "graph" else int(ptr[-1])
+        if y.shape[0] != rows:
+            raise MatlangError(
+                f"{self.level}-level targets need {rows} rows, got {tuple(self.y.shape)}"
+            )
+        if self.mask is not None and (self.level != "node" or self.mask.shape[0] != rows):
+            raise MatlangError("a mask needs node-level targets, one entry per node")
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def subset(self, index: Sequence[int] | np.ndarray) -> GraphSet:
+        """The graphs at ``index`` with their targets (and mask)."""
+        idx = [int(i) for i in index]
+        graphs = [self.graphs[i] for i in idx]
+        if self.level == "graph":
+            return GraphSet(graphs, self.y[idx], "graph")
+        rows = torch.cat(
+            [torch.arange(int(self.node_ptr[i]), int(self.node_ptr[i + 1])) for i in idx]
+        )
+        mask = None if self.mask is None else self.mask[rows]
+        return GraphSet(graphs, self.y[rows], "node", mask)
+
+    def batches(
+        self, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
+        """``(batch, target, mask)`` of consecutive (or, given a generator, shuffled) graphs.
+
+        Consecutive batches are collated on the first pass and reused after that.
+        """
+        if generator is None:
+            if batch_size not in self._ordered:
+                self._ordered[batch_size] = list(self._collate(batch_size, None))
+            yield from self._ordered[batch_size]
+            return
+        yield from self._collate(batch_size, generator)
+
+    def _collate(
+        self, batch_size: int, generator: torch.Generator | None
+    ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
+        n = len(self.graphs)
+        order = torch.randperm(n, generator=generator) if generator is not None else None
+        for lo in range(0, n, batch_size):
+            idx = (
+                list(range(lo, min(n, lo + batch_size)))
+                if order is None
+                else order[lo : lo + batch_size].tolist()
+            )
+            part = self.subset(idx) if order is not None or batch_size < n else self
+            batch = Batch.from_graphs(list(part.graphs), dtype=torch.float32)
+            yield batch, part.y, part.mask
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How :func:`fit` trains.
+
+    Args:
+        epochs: at most this many passes over the training set (paper: 200 for counting).
+        lr: Adam's learning rate (paper: 1e-3).
+        weight_decay: Adam's weight decay.
+        batch_size: graphs per step (the authors' counting script: 10).
+        eval_batch_size: graphs per forward pass when evaluating.
+        stop_below: stop once an epoch's mean training loss is below this (paper: 1e-4).
+        seed: seeds the weights (by the caller, see :func:`seed_everything`) and the shuffling.
+        progress: show a tqdm bar over epochs (on stderr).
+    """
+
+    epochs: int = 200
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    batch_size: int = 10
+    eval_batch_size: int = 500
+    stop_below: float = 1e-4
+    seed: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.epochs < 0 or self.batch_size < 1 or self.eval_batch_size < 1:
+            raise MatlangError("epochs must be ≥ 0 and batch sizes ≥ 1")
+        if not self.lr > 0:
+            raise MatlangError(f"learning rate must be positive, got {self.lr}")
+
+
+@dataclass
+class TrainResult:
+    """What :func:`fit` did: losses per epoch, the selected epoch, and why it stopped."""
+
+    train_loss: list[float]
+    val_loss: list[float]
+    best_epoch: int  # 1-based; 0: the initial weights (no epoch run, or none improved on them)
+    epochs_run: int
+    stopped_early: bool
+    seconds: float
+
+
+def masked(pred: Tensor, y: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The rows of ``pred`` and ``y`` a node mask keeps (all rows without a mask)."""
+    if mask is None:
+        return pred, y
+    keep = mask.reshape(-1) > 0
+    return pred[keep], y[keep]
+
+
+def squared_error(pred: Tensor, y: Tensor) -> Tensor:
+    """Sum of squared errors (the authors' loss; divided by the row count for the mean)."""
+    return torch.square(pred - y.to(pred.dtype)).sum()
+
+
+def bce_with_logits(pred: Tensor, y: Tensor) -> Tensor:
+    """Binary cross-entropy of logits against 0/1 targets, summed."""
+    return nn.functional.binary_cross_entropy_with_logits(pred, y.to(pred.dtype), reduction="sum")
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: GraphSet, batch_size: int = 500) -> Tensor:
+    """The model's outputs on every graph (or node) of ``data``, in order, evaluation mode."""
+    was = model.training
+    model.eval()
+    outs = [model(batch) for batch, _, _ in data.batches(batch_size)]
+    model.train(was)
+    if not outs:
+        return torch.zeros(0, data.y.shape[1])
+    return torch.cat(outs, 0)
+
+
+def mean_loss(model: nn.Module, data: GraphSet, loss: LossFn, batch_size: int = 500) -> float:
+    """``loss`` over every (kept) row of ``data``, divided by the number of rows."""
+    pred, y = masked(predict(model, data, batch_size), data.y, data.mask)
+    return float(loss(pred, y)) / max(1, y.shape[0])
+
+
+def fit(
+    model: nn.Module,
+    train: GraphSet,
+    val: GraphSet | None,
+    loss: LossFn = squared_error,
+    config: TrainConfig | None = None,
+    *,
+    desc: str = "train",
+) -> TrainResult:
+    """Train ``model`` in place with Adam; on return it holds the weights of the best epoch.
+
+    The best epoch is the one with the lowest validation loss (the initial weights count as
+    epoch 0); without a validation set it is the last one. Training stops after
+    ``config.epochs`` epochs or once an epoch's mean training loss is below
+    ``config.stop_below``.
+    """
+    cfg = TrainConfig() if config is None else config
+    start = time.perf_counter()
+    gen = torch.Generator().manual_seed(cfg.seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
+    best = math.inf
+    best_state = copy.deepcopy(model.state_dict())
+    best_epoch = 0
+    if val is not None:
+        best = mean_loss(model, val, loss, cfg.eval_batch_size)
+    history: list[float] = []
+    val_history: list[float] = []
+    stopped = False
+    bar = tqdm(range(1, cfg.epochs + 1), desc=desc, disable=not cfg.progress, leave=False)
+    for epoch in bar:
+        model.train()
+        total, rows = 0.0, 0
+        for batch, y, mask in train.batches(cfg.batch_size, gen):
+            pred, target = masked(model(batch), y, mask)
+            lss = loss(pred, target)
+            if opt is not None and lss.requires_grad:
+                opt.zero_grad()
+                lss.backward()
+                opt.step()
+            total += float(lss.detach())
+            rows += int(target.shape[0])
+        history.append(total / max(1, rows))
+        if val is not None:
+            v = mean_loss(model, val, loss, cfg.eval_batch_size)
+            val_history.append(v)
+            if v < best:
+                best, best_epoch = v, epoch
+                best_state = copy.deepcopy(model.state_dict())
+        else:
+            best_epoch = epoch
+        bar.set_postfix(train=f"{history[-1]:.2e}", val=f"{val_history[-1]:.2e}" if val else "-")
+        if history[-1] < cfg.stop_below:
+            stopped = True
+            break
+    if val is not None:
+        model.load_state_dict(best_state)
+    return TrainResult(
+        history,
+        val_history,
+        best_epoch,
+        len(history),
+        stopped,
+        time.perf_counter() - start,
+    )
+
+
+__all__ = [
+    "GraphSet",
+    "LossFn",
+    "TrainConfig",
+    "TrainResult",
+    "bce_with_logits",
+    "fit",
+    "masked",
+    "mean_loss",
+    "predict",
+    "seed_everything",
+    "squared_error",
+]

@@ -1,0 +1,1 @@
+"""Performance benchmarks: speed, memory and scaling of compiled modules against peers."""

@@ -1,0 +1,570 @@
+"""Plan → ``torch.nn.Module``: a compiled sentence running on batches of sparse graphs.
+
+:class:`CompiledModule` interprets a checked :class:`~compiler.plan.Plan` step by step over a
+batch (``runtime.batch.Batch``, a list of graphs, or a PyG ``Data``/``Batch`` as it is). Every
+value is batched: masks are block-diagonal index sets with global node ids, so one step serves
+every graph at once. A register is freed after its last use, so the memory held is what the plan
+keeps alive, linear in the masks it builds.
+
+Message passing, readouts and sampled products go through :mod:`runtime.sparse` (backends
+``"torch_sparse"`` and ``"torch"``); index operations on masks (composition, union, look-up,
+the all-pairs mask) through :mod:`runtime.masks`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check
+from matlang.errors import EvaluationError, GraphError, MatlangError
+from matlang.functions import lower as lower_formula
+from runtime import sparse
+from runtime.batch import Batch, as_batch
+from runtime.masks import (
+    compose_masks,
+    full_mask,
+    lookup,
+    prepared_edges,
+    union_masks,
+)
+
+#: Mask ops whose result is sorted row-major without repeats.
+_ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
+
+
+def _unit_registers(plan: Plan) -> frozenset[int]:
+    """Registers equal to all-ones on their mask when the batch has no edge weights: ``A``
+    (adjacency), ``Aᵀ`` (transpose of one) and ``1 ⊙ 1``."""
+    unit: set[int] = set()
+    for k, st in enumerate(plan.steps):
+        if st.kind != EDGE:
+            continue
+        if st.op == "adjacency" or (st.op in ("transpose", "mul") and unit.issuperset(st.args)):
+            unit.add(k)
+    return frozenset(unit)
+
+
+# --------------------------------------------------------------------------- functions
+
+
+class PointwiseMLP(nn.Module):
+    """A small MLP applied entrywise, standing in for a pointwise ``f`` (``trainable_functions``).
+
+    ``g(x) = mlp(x) − mlp(0) + f(0)`` keeps ``g(0) = f(0)``, so the masks inferred for ``f`` (which
+    rely on ``f(0) = 0``) stay exact for ``g``.
+    """
+
+    def __init__(self, arity: int, at_zero: float, hidden: int, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.arity = max(arity, 1)
+        self.net = nn.Sequential(
+            nn.Linear(self.arity, hidden, dtype=dtype),
+            nn.Tanh(),
+            nn.Linear(hidden, 1, dtype=dtype),
+        )
+        self.at_zero = at_zero if math.isfinite(at_zero) else None
+
+    def forward(self, *args: Tensor) -> Tensor:
+        if not args:
+            raise MatlangError("a trainable function needs at least one argument")
+        x = torch.stack(args, -1)
+        out = self.net(x).squeeze(-1)
+        if self.at_zero is not None:
+            zero = self.net(x.new_zeros((1, self.arity))).squeeze()
+            out = out - zero + self.at_zero
+        return out
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+@dataclass
+class _Context:
+    batch: Batch
+    n: int  # nodes in the batch
+    g: int  # graphs in the batch
+    node_graph: Tensor
+    ptr: Tensor
+    edges: Tensor
+    edge_weight: Tensor | None
+    inputs: Mapping[str, Tensor]
+    dtype: torch.dtype
+    device: torch.device
+    backend: str  # resolved once per pass (None on the module means the current default)
+    regs: dict[int, Tensor] = field(default_factory=dict)
+    # registers that hold only ones on this batch (A of an unweighted batch, its transpose):
+    # kernels take them as value-less operators, and M ⊙ 1 = M needs no product.
+    ones: frozenset[int] = frozenset()
+    # operators built in this forward pass: torch_sparse's by (mask, values, transposed), torch's
+    # CSR by (mask, values, False, "csr"), row pointers by ("rowptr", mask, transposed): a plan
+    # that propagates several times with one support builds its CSR structure once.
+    operators: dict[Any, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    """What one forward pass built: entries of each mask and of each edge value, and the
+    largest number of bytes the plan's live registers held at once."""
+
+    mask_entries: dict[int, int]
+    edge_entries: dict[int, int]
+    peak_bytes: int
+    num_nodes: int
+    num_edges: int
+
+
+class CompiledModule(nn.Module):
+    """A MATLANG sentence (or several) compiled to masked message passing.
+
+    Args:
+        plan: a :class:`~compiler.plan.Plan` (checked again here).
+        dtype: ``torch.float32`` (default) or ``torch.float64``.
+        backend: ``"torch_sparse"``, ``"torch"`` or ``None`` (the best available).
+        trainable_functions: replace each pointwise function by a :class:`PointwiseMLP`.
+        nonfinite: ``"error"`` (like the dense evaluator, a function value or division that is
+            not finite raises :class:`~matlang.errors.EvaluationError`) or ``"keep"``.
+        validate: check every batch (symmetric edges, no self-loops, indices in range).
+
+    Shapes:
+        graph-level sentences: ``(G,)`` for one sentence, ``(G, S)`` for ``S`` sentences;
+        node-level: ``(N,)`` / ``(N, S)``; a matrix sentence: a sparse ``(N, N)`` COO tensor
+        (block-diagonal) holding the matrix on its mask.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        dtype: torch.dtype = torch.float32,
+        backend: str | None = None,
+        trainable_functions: bool = False,
+        nonfinite: str = "error",
+        validate: bool = True,
+        hidden: int = 16,
+    ) -> None:
+        super().__init__()
+        check(plan)
+        if dtype not in (torch.float32, torch.float64):
+            raise MatlangError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+        if nonfinite not in ("error", "keep"):
+            raise MatlangError(f"nonfinite must be 'error' or 'keep', got {nonfinite!r}")
+        self.plan = plan
+        self.dtype = dtype
+        self.backend = None if backend is None else sparse.resolve_backend(backend)
+        self.nonfinite = nonfinite
+        self.validate = validate
+        self.trainable_functions = trainable_functions
+        self.params = nn.ParameterDict(
+            {p.name: nn.Parameter(torch.tensor(float(p.value), dtype=dtype)) for p in plan.params}
+        )
+        self.mlps = nn.ModuleList(
+            [PointwiseMLP(f.arity, f.at_zero, hidden, dtype) for f in plan.functions]
+            if trainable_functions
+            else []
+        )
+        self._functions: list[Callable[..., Any]] = [
+            lower_formula(f.formula, f.symbols, "torch") for f in plan.functions
+        ]
+        last = plan.last_use()
+        self._frees: list[list[int]] = [[] for _ in plan.steps]
+        for reg, k in enumerate(last):
+            if k < len(plan.steps):
+                self._frees[k].append(reg)
+        self.__dict__["_last_run"] = None  # see last_trace
+        self._unit_if_unweighted = _unit_registers(plan)
+        # masks whose entries come sorted row-major (the order CSR wants): no sort check
+        self._row_major = frozenset(
+            k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
+        )
+        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
+        self._ones_registers = frozenset(k for k, st in enumerate(plan.steps) if st.op == "ones")
+        self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)
+        self._edge_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == EDGE)
+        # the interpreter's program: (register, kernel, step, argument registers, registers
+        # freed after it)
+        self._program = [
+            (k, op, st, st.args, self._frees[k])
+            for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
+        ]
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def level(self) -> str:
+        return self.plan.level
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.plan.outputs)
+
+    def exact_parameters(self) -> dict[str, float]:
+        """The parameters' exact values (the solution the module starts at)."""
+        return {p.name: float(p.value) for p in self.plan.params}
+
+    def extra_repr(self) -> str:
+        names = ", ".join(o.text for o in self.plan.outputs)
+        return f"{names}; level={self.level}, layers={self.plan.layers()}, dtype={self.dtype}"
+
+    def forward(self, data: Any, inputs: Mapping[str, Any] | None = None) -> Tensor:
+        outs, ctx = self._run(data, inputs)
+        if self.plan.level == "matrix":
+            o = self.plan.outputs[0]
+            mask = self.plan.steps[o.register].mask
+            assert mask is not None
+            return torch.sparse_coo_tensor(
+                ctx.regs[mask], outs[0], (ctx.n, ctx.n), check_invariants=False
+            ).coalesce()
+        if len(outs) == 1:
+            return outs[0]
+        return torch.stack(outs, -1)
+
+    def edge_values(
+        self, data: Any, inputs: Mapping[str, Any] | None = None
+    ) -> list[tuple[Tensor, Tensor]]:
+        """For a matrix sentence: ``[(index (2, M), values (M,))]`` on its mask, global ids."""
+        outs, ctx = self._run(data, inputs)
+        result = []
+        for o, v in zip(self.plan.outputs, outs):
+            mask = self.plan.steps[o.register].mask
+            if mask is None:
+                raise MatlangError(f"output {o.name} is not a matrix")
+            result.append((ctx.regs[mask], v))
+        return result
+
+    # -- interpreter --------------------------------------------------------------------------
+    def _context(self, data: Any, inputs: Mapping[str, Any] | None) -> _Context:
+        batch = as_batch(data, validate=self.validate)
+        n, g = batch.num_nodes, batch.num_graphs
+        device = batch.edge_index.device
+        edges, weight = batch.cached("compiled.edges", lambda: prepared_edges(batch))
+        given: dict[str, Tensor] = {}
+        for name, v in (inputs or {}).items():
+            t = torch.as_tensor(v, device=device)
+            if t.dim() == 2 and t.shape[1] == 1:
+                t = t[:, 0]
+            if t.shape != (n,):
+                raise GraphError(
+                    f"input '{name}' must have one value per node ({n}), got shape "
+                    f"{tuple(t.shape)}",
+                    "batch",
+                )
+            given[name] = t.to(self.dtype)
+        return _Context(
+            batch,
+            n,
+            g,
+            batch.batch.to(torch.int64),
+            batch.ptr.to(torch.int64),
+            edges,
+            None if weight is None else weight.to(self.dtype),
+            given,
+            self.dtype,
+            device,
+            sparse.resolve_backend(self.backend),
+            ones=self._unit_if_unweighted if weight is None else frozenset(),
+        )
+
+    def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
+        ctx = self._context(data, inputs)
+        regs = ctx.regs
+        shapes: list[torch.Size] = []  # of every register, for the trace (built on demand)
+        nbytes: list[int] = []
+        for k, op, step, args, frees in self._program:
+            out = op(ctx, step, [regs[a] for a in args])
+            regs[k] = out
+            shapes.append(out.shape)
+            nbytes.append(out.nbytes)
+            for a in frees:
+                del regs[a]
+        self.__dict__["_last_run"] = (shapes, nbytes, ctx.n, int(ctx.edges.shape[1]))
+        outs = [regs[o.register] for o in self.plan.outputs]
+        if self.nonfinite == "error":
+            for o, v in zip(self.plan.outputs, outs):
+                self._finite(ctx, self.plan.steps[o.register], v, f"the value of {o.text}")
+        return outs, ctx
+
+    @property
+    def last_trace(self) -> Trace | None:
+        """What the last forward pass built (:class:`Trace`); ``None`` before the first."""
+        run = self.__dict__.get("_last_run")
+        if run is None:
+            return None
+        shapes, nbytes, n, e = run
+        live = peak = 0
+        for k, size in enumerate(nbytes):
+            live += size
+            peak = max(peak, live)
+            live -= sum(nbytes[a] for a in self._frees[k])
+        mask_entries = {k: int(shapes[k][-1]) for k in sorted(self._mask_steps)}
+        edge_entries = {k: math.prod(shapes[k]) for k in sorted(self._edge_steps)}
+        return Trace(mask_entries, edge_entries, peak, n, e)
+
+    def _graph_of(self, ctx: _Context, step: Step, index: int) -> str:
+        if step.kind == GRAPH:
+            g = index
+        elif step.kind == NODE:
+            g = int(ctx.node_graph[index])
+        else:
+            assert step.mask is not None
+            g = int(ctx.node_graph[ctx.regs[step.mask][0, index]])
+        return ctx.batch.graph_label(g)
+
+    def _finite(self, ctx: _Context, step: Step, v: Tensor, what: str | Callable[[], str]) -> None:
+        """Raise :class:`EvaluationError` naming ``what`` (or ``what()``) where ``v`` is not
+        finite."""
+        # A finite sum means every entry is finite (inf and nan propagate through a sum); one
+        # reduction instead of a mask. A non-finite sum (overflow too) takes the exact look.
+        if v.is_floating_point() and math.isfinite(v.detach().sum().item()):
+            return
+        what = what if isinstance(what, str) else what()
+        bad = ~torch.isfinite(v)
+        if bool(bad.any()):
+            i = int(torch.nonzero(bad)[0, 0])
+            raise EvaluationError(
+                f"{what} is {float(v.detach()[i])} on graph {self._graph_of(ctx, step, i)} "
+                "(compile with nonfinite='keep' to keep inf/nan)"
+            )
+
+    def _mask(self, ctx: _Context, step: Step) -> Tensor:
+        assert step.mask is not None
+        return ctx.regs[step.mask]
+
+    def _edge_mask(self, ctx: _Context, register: int) -> Tensor:
+        m = self.plan.steps[register].mask
+        assert m is not None
+        return ctx.regs[m]
+
+    # leaves
+    def _op_input(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        name = step.attr("name")
+        if name in ctx.inputs:
+            return ctx.inputs[name]
+        x = ctx.batch.x
+        col = self.plan.inputs.index(name)
+        if x is None or (x.reshape(ctx.n, -1).shape[1] if ctx.n else 0) <= col:
+            have = 0 if x is None else x.reshape(ctx.n, -1).shape[1]
+            raise EvaluationError(
+                f"no value for input '{name}': pass inputs={{'{name}': ...}} or give the batch "
+                f"node features x with at least {col + 1} column(s) (it has {have})"
+            )
+        return x.reshape(ctx.n, -1)[:, col].to(ctx.dtype)
+
+    def _op_ones(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return torch.ones(ctx.n, dtype=ctx.dtype, device=ctx.device)
+
+    def _op_param(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return self.params[step.attr("name")].expand(ctx.g)
+
+    def _op_const(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return torch.full((ctx.g,), float(step.attr("value")), dtype=ctx.dtype, device=ctx.device)
+
+    # masks
+    def _op_edges(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return ctx.edges
+
+    def _op_identity(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return torch.arange(ctx.n, device=ctx.device).repeat(2, 1)
+
+    def _op_empty(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return torch.zeros((2, 0), dtype=torch.int64, device=ctx.device)
+
+    def _op_full(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return full_mask(ctx.node_graph, ctx.ptr)
+
+    def _op_compose(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return compose_masks(args[0], args[1], ctx.n)
+
+    def _op_union(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return union_masks(args[0], args[1], ctx.n)
+
+    def _op_flip(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0].flip(0)
+
+    # matrices on masks
+    def _op_adjacency(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        if ctx.edge_weight is not None:
+            return ctx.edge_weight
+        # 0/1 adjacency: ones on E as a stride-0 view (no memory); kernels that see the
+        # register in ctx.ones skip it altogether.
+        return torch.ones((), dtype=ctx.dtype, device=ctx.device).expand(args[0].shape[1])
+
+    def _op_eye(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return (args[0][0] == args[0][1]).to(ctx.dtype)
+
+    def _op_lookup(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return lookup(self._edge_mask(ctx, step.args[0]), args[0], args[1], ctx.n)
+
+    def _op_transpose(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0]  # M on Sᵀ, entry k = M_{j_k i_k} = (Mᵀ)_{i_k j_k}
+
+    def _op_gather_row(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0].index_select(0, args[1][0])
+
+    def _op_gather_col(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0].index_select(0, args[1][1])
+
+    def _op_broadcast_edge(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0].index_select(0, ctx.node_graph.index_select(0, args[1][0]))
+
+    def _op_sampled(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        a, b, s = args
+        ia = self._edge_mask(ctx, step.args[0])
+        ib = self._edge_mask(ctx, step.args[1])
+        if s.shape[1] == 0:
+            return a.new_zeros((0,))
+        if ia.shape[1] == 0 or ib.shape[1] == 0:
+            return a.new_zeros((s.shape[1],))
+        return sparse.sampled_product(ia, a, ib, b, s, ctx.n, backend=ctx.backend)
+
+    # node and graph values
+    def _op_broadcast(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0].index_select(0, ctx.node_graph)
+
+    def _operator(
+        self, ctx: _Context, step: Step, index: Tensor, vals: Tensor, unit: bool, dtype: torch.dtype
+    ) -> Any:
+        """The torch_sparse ``SparseTensor`` of a propagate step's matrix (on ``index``, its mask
+        or the mask's transpose), built once per pass."""
+        transposed = bool(step.attr("transpose"))
+        key = (step.args[0], step.args[1], transposed)
+        op = ctx.operators.get(key)
+        if op is None:
+            from torch_sparse import SparseTensor
+
+            # A row-major mask needs no sort check; a transposed one is checked in O(E) and
+            # sorted only if needed. Every mask is in range: the edges were checked once
+            # (prepared_edges) and the mask kernels keep ids in range.
+            op = SparseTensor(
+                row=index[0],
+                col=index[1],
+                value=None if unit else vals.to(dtype),
+                sparse_sizes=(ctx.n, ctx.n),
+                is_sorted=not transposed and step.args[0] in self._row_major,
+                trust_data=True,
+            )
+            ctx.operators[key] = op
+        return op
+
+    @staticmethod
+    def _row_pointers(ctx: _Context, mask: int, transposed: bool, index: Tensor) -> Tensor:
+        """CSR row pointers of ``index`` (mask register ``mask``, maybe transposed), built once
+        per pass."""
+        key = ("rowptr", mask, transposed)
+        rowptr = ctx.operators.get(key)
+        if rowptr is None:
+            rowptr = ctx.operators[key] = sparse.row_pointers(index[0], ctx.n)
+        return rowptr
+
+    def _op_propagate(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        mask, vals, h = args
+        transposed = bool(step.attr("transpose"))
+        index = mask.flip(0) if transposed else mask
+        if index.shape[1] == 0:
+            return h.new_zeros((ctx.n,))
+        unit = step.args[1] in ctx.ones  # A of a 0/1 graph: a value-less operator
+        if unit and step.args[2] in self._ones_registers:
+            # A 𝟏 of a 0/1 matrix (no repeated entries): its row counts
+            rowptr = self._row_pointers(ctx, step.args[0], transposed, index)
+            return (rowptr[1:] - rowptr[:-1]).to(h.dtype)
+        if ctx.backend != "torch_sparse" or vals.dim() != 1:
+            weight = None if unit else vals
+            return sparse.propagate(index, h, weight, num_nodes=ctx.n, backend=ctx.backend)
+        if (
+            not transposed
+            and step.args[0] in self._row_major
+            and h.dim() == 1
+            and (unit or not vals.requires_grad)
+        ):
+            # a sorted mask and one signal: torch's CSR matrix-vector product (exact gradient
+            # in h), cheaper than torch_sparse's spmm, which takes h as a one-column matrix
+            rowptr = self._row_pointers(ctx, step.args[0], False, index)
+            key = (step.args[0], step.args[1], False, "csr")
+            csr = ctx.operators.get(key)
+            if csr is None:
+                value = torch.ones((), dtype=h.dtype, device=h.device) if unit else vals
+                value = value.to(h.dtype).expand(index.shape[1]).contiguous()
+                csr = sparse.csr_matrix(rowptr, index[1], value, (ctx.n, ctx.n))
+                ctx.operators[key] = csr
+            return torch.mv(csr, h)
+        op = self._operator(ctx, step, index, vals, unit, h.dtype)
+        out = op.matmul(h if h.dim() == 2 else h.unsqueeze(-1))
+        return out if h.dim() == 2 else out.squeeze(-1)
+
+    def _op_readout(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        if args[0].numel() == 0:
+            return args[0].new_zeros((ctx.g,))
+        return sparse.scatter_sum(args[0], ctx.node_graph, ctx.g, backend=ctx.backend)
+
+    def _op_row_sum(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        mask = self._edge_mask(ctx, step.args[0])
+        if mask.shape[1] == 0:
+            return args[0].new_zeros((ctx.n,))
+        return sparse.scatter_sum(args[0], mask[0], ctx.n, backend=ctx.backend)
+
+    def _op_diagonal(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        mask = self._edge_mask(ctx, step.args[0])
+        on = mask[0] == mask[1]
+        out = args[0].new_zeros((ctx.n,))
+        return out.index_add(0, mask[0][on], args[0][on])
+
+    def _op_as_edge(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0]  # entry k of the identity mask is (k, k)
+
+    def _op_as_node(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0]
+
+    # pointwise
+    def _op_add(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0] + args[1]
+
+    def _op_sub(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0] - args[1]
+
+    def _op_mul(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        a, b = step.args
+        if a in ctx.ones and args[0].shape == args[1].shape:
+            return args[1]  # 1 ⊙ M = M (e.g. A ⊙ A² of a 0/1 graph on E)
+        if b in ctx.ones and args[0].shape == args[1].shape:
+            return args[0]
+        return args[0] * args[1]
+
+    def _op_neg(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return -args[0]
+
+    def _op_div(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        return args[0] / args[1]
+
+    def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        zero = args[0] == 0
+        if self.nonfinite == "error" and bool(zero.any()):
+            g = int(torch.nonzero(zero)[0, 0])
+            raise EvaluationError(
+                f"division by zero on graph {ctx.batch.graph_label(g)}: {step.attr('what')} is 0"
+            )
+        return args[0]
+
+    def _op_apply(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
+        fn = step.attr("fn")
+        if self.trainable_functions:
+            out = self.mlps[fn](*args)
+        else:
+            out = self._functions[fn](*args)
+            if not isinstance(out, Tensor):
+                out = torch.full((ctx.g,), float(out), dtype=ctx.dtype, device=ctx.device)
+        out = out.to(ctx.dtype)
+        if self.nonfinite == "error":
+            name = self.plan.functions[fn].name
+            self._finite(ctx, step, out, lambda: f"{name}(...) in {step.note or 'the sentence'}")
+        return out
+
+
+__all__ = [
+    "CompiledModule",
+    "PointwiseMLP",
+    "Trace",
+]

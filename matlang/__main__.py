@@ -1,0 +1,9 @@
+"""``python -m matlang``: the same as the ``matlang`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from matlang.cli import main
+
+sys.exit(main())

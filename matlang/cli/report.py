@@ -1,0 +1,28 @@
+"""``matlang report``: assemble results/*.json into Markdown tables and plots."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add ``report``."""
+    rep = sub.add_parser(
+        "report",
+        help="assemble results/*.json into Markdown tables and plots",
+        description="Write <out>/report.md and one PNG per paper table from the result files.",
+    )
+    rep.add_argument("--results", default="results", help="folder of result JSON files")
+    rep.add_argument("--out", help="where to write report.md and the PNGs (default: --results)")
+    rep.add_argument("--no-plots", action="store_true", help="Markdown only")
+    rep.set_defaults(func=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from benchmarks.paper.report import write_report
+
+    written = write_report(args.results, args.out, plots=not args.no_plots)
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,69 @@
+"""Random well-shaped ASTs round-trip through the printer: ``parse(to_text(e)) == e`` in
+Unicode and ASCII, and printing is a fixed point (the strategy is in tests/fixtures.py)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matlang import ast as A
+from matlang import parse, parse_program, to_latex, to_text
+from matlang.functions import Function
+from matlang.printer import program_to_text
+from tests.fixtures import USER_F, USER_G, any_exprs
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_exprs)
+def test_unicode_round_trip(e: A.Expr) -> None:
+    text = to_text(e)
+    back = parse(text)
+    assert back == e
+    assert back.shape == e.shape
+    assert to_text(back) == text
+    assert isinstance(to_latex(e), str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_exprs)
+def test_ascii_round_trip(e: A.Expr) -> None:
+    text = to_text(e, ascii=True)
+    assert text.isascii()
+    back = parse(text)
+    assert back == e
+    assert to_text(back, ascii=True) == text
+    assert to_text(back) == to_text(e)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), any_exprs), min_size=1, max_size=4))
+def test_program_round_trip(items: list[tuple[bool, A.Expr]]) -> None:
+    sentences = tuple(
+        A.Sentence(e, f"s{i}" if named else None) for i, (named, e) in enumerate(items)
+    )
+    program = A.Program(sentences, (USER_F, USER_G), ("h",))
+    for ascii_text in (False, True):
+        text = program_to_text(program, ascii=ascii_text)
+        assert parse_program(text) == program
+
+
+def test_strategy_reaches_every_node_type() -> None:
+    """The strategy is not silently narrow: a fixed sample contains every AST node type."""
+    seen: set[str] = set()
+    funcs: set[str] = set()
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(any_exprs)
+    def collect(e: A.Expr) -> None:
+        for node in e.walk():
+            seen.add(type(node).__name__)
+            if isinstance(node, A.Apply):
+                funcs.add(node.function.name)
+
+    collect()
+    assert seen >= {
+        "Input", "Ones", "Number", "Mul", "Hadamard", "Add", "Sub", "Neg", "Div", "Transpose",
+        "Power", "Diag", "Trace", "Apply",
+    }  # fmt: skip
+    assert {"f", "g", "binom"} <= funcs
+    assert isinstance(USER_F, Function)

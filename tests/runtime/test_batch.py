@@ -1,0 +1,124 @@
+"""Batches: block-diagonal stacking of graphs, PyG-like objects taken as they are, and the
+checks of Batch.validate with the message each bad batch gets."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as Data
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from matlang.errors import GraphError
+from matlang.evaluator import evaluate
+from matlang.graphs import from_adjacency, named
+from runtime.batch import Batch, as_batch
+
+
+def test_from_graphs_stacks_block_diagonally() -> None:
+    b = as_batch(["K4", "C5", "empty2"])
+    assert (b.num_graphs, b.num_nodes, b.num_edges) == (3, 11, 22)
+    assert b.ptr.tolist() == [0, 4, 9, 11]
+    assert b.batch.tolist() == [0] * 4 + [1] * 5 + [2] * 2
+    assert b.nodes_per_graph.tolist() == [4, 5, 2]
+    assert b.names == ("K4", "C5", "empty2") and b.graph_label(1) == "C5"
+    assert b.x is None and b.edge_weight is None
+    # every edge stays inside its graph, and both directions are stored
+    assert (b.batch[b.edge_index[0]] == b.batch[b.edge_index[1]]).all()
+    assert b.validate() is b
+    back = b.to_graphs()
+    assert [g.name for g in back] == ["K4", "C5", "empty2"]
+    for g, name in zip(back, ["K4", "C5", "empty2"]):
+        assert np.array_equal(g.adjacency, named(name).adjacency)
+    assert as_batch([]).num_graphs == 0
+
+
+def test_features_and_weights_survive() -> None:
+    g1 = from_adjacency(named("path3").adjacency, x=np.array([[1.0], [2.0], [3.0]]))
+    g2 = from_adjacency(named("K2").adjacency, x=np.array([[4.0], [5.0]]))
+    b = Batch.from_graphs([g1, g2], dtype=torch.float32)
+    assert b.x is not None and b.x.dtype == torch.float32
+    assert b.x[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert [evaluate("input h; 𝟏ᵀ A h", g) for g in b.to_graphs()] == [8.0, 9.0]
+    w = from_adjacency(np.array([[0, 2.5], [2.5, 0]]), allow_weights=True)
+    bw = Batch.from_graphs([w, named("K2")])
+    assert bw.edge_weight is not None and bw.edge_weight.tolist() == [2.5, 2.5, 1.0, 1.0]
+    assert [g.adjacency.tolist() for g in bw.validate().to_graphs()] == [
+        [[0, 2.5], [2.5, 0]],
+        [[0, 1], [1, 0]],
+    ]
+
+
+def test_pyg_like_objects_are_taken_as_they_are() -> None:
+    data = Data(
+        edge_index=torch.tensor([[0, 1, 1, 2, 3, 4], [1, 0, 2, 1, 4, 3]]),
+        batch=torch.tensor([0, 0, 0, 1, 1]),
+        num_nodes=5,
+        x=torch.arange(5.0).reshape(5, 1),
+    )
+    b = as_batch(data)
+    assert b.num_graphs == 2 and b.ptr.tolist() == [0, 3, 5]
+    assert [g.num_edges for g in b.to_graphs()] == [2, 1]
+    # one Data without a batch vector is one graph; numpy edge_index works too
+    single = as_batch(Data(edge_index=np.array([[0, 1], [1, 0]]), num_nodes=3))
+    assert single.num_graphs == 1 and single.num_nodes == 3
+    # an empty graph in the middle of a batch keeps its slot
+    gap = as_batch(Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=4,
+                        batch=torch.tensor([0, 0, 2, 2])))  # fmt: skip
+    assert gap.ptr.tolist() == [0, 2, 2, 4] and gap.nodes_per_graph.tolist() == [2, 0, 2]
+
+
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    ("out of range", {"edge_index": [[0, 9], [9, 0]], "num_nodes": 3},
+     "graph batch: edge_index refers to node 9 but the batch has 3 nodes"),
+    ("negative", {"edge_index": [[0, -1], [-1, 0]], "num_nodes": 3},
+     "graph batch: edge_index refers to node -1 but the batch has 3 nodes"),
+    ("across graphs", {"edge_index": [[0, 3], [3, 0]], "num_nodes": 4, "batch": [0, 0, 1, 1]},
+     "graph batch: edge (0, 3) joins graph #0 to graph #1"),
+    ("self-loop", {"edge_index": [[1], [1]], "num_nodes": 3}, "graph #0: self-loop at node 1"),
+    ("self-loop in 2nd graph", {"edge_index": [[3], [3]], "num_nodes": 4, "batch": [0, 0, 1, 1]},
+     "graph #1: self-loop at node 1"),
+    ("duplicate", {"edge_index": [[0, 1, 0], [1, 0, 1]], "num_nodes": 3},
+     "graph #0: edge (0, 1) is stored twice"),
+    ("one direction", {"edge_index": [[0], [1]], "num_nodes": 3},
+     "graph #0: edge (0, 1) has no reverse edge (1, 0): store both directions of each "
+     "undirected edge"),
+    ("asymmetric weight", {"edge_index": [[0, 1], [1, 0]], "num_nodes": 3,
+                           "edge_weight": [1.0, 2.0]},
+     "graph #0: edge (0, 1) has no reverse edge (1, 0) of the same weight: store both "
+     "directions of each undirected edge"),
+    ("unsorted batch", {"edge_index": [[0, 1], [1, 0]], "num_nodes": 3, "batch": [1, 0, 0]},
+     "graph batch: batch vector must be sorted (nodes grouped by graph)"),
+    ("batch length", {"edge_index": [[0, 1], [1, 0]], "num_nodes": 3, "batch": [0, 0]},
+     "graph batch: batch vector has 2 entries but there are 3 nodes"),
+    ("float ids", {"edge_index": [[0.0, 1.0], [1.0, 0.0]], "num_nodes": 3},
+     "graph batch: edge_index must hold integers, got torch.float32"),
+    ("flat", {"edge_index": [0, 1], "num_nodes": 3},
+     "graph batch: edge_index must have shape (2, E), got (2,)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fields", "message"), [(f, m) for _, f, m in BAD],
+                         ids=[i for i, _, _ in BAD])  # fmt: skip
+def test_bad_batches(fields: dict[str, Any], message: str) -> None:
+    data = Data(**{k: torch.tensor(v) if isinstance(v, list) else v for k, v in fields.items()})
+    with pytest.raises(GraphError) as info:
+        as_batch(data)
+    assert str(info.value) == message
+    # validate=False takes it without checks (the caller vouches for it)
+    if "integers" not in message and "batch vector" not in message:
+        assert isinstance(as_batch(data, validate=False), Batch)
+
+
+def test_validate_options() -> None:
+    loop = as_batch(Data(edge_index=torch.tensor([[1], [1]]), num_nodes=3), validate=False)
+    assert loop.validate(allow_self_loops=True) is loop
+    one_way = as_batch(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=3), validate=False)
+    assert one_way.validate(allow_directed=True) is one_way
+
+
+def test_to_device_keeps_everything() -> None:
+    b = as_batch(["K4", "C5"])
+    c = b.to("cpu")
+    assert torch.equal(c.edge_index, b.edge_index) and c.names == b.names
