@@ -218,6 +218,92 @@ def load_paper_pairs() -> list[Graph]:
     return [g.with_name(nm) for g, nm in zip(graphs, PAPER_PAIR_NAMES, strict=True)]
 
 
+# --------------------------------------------------------------------------- BREC
+
+
+#: BREC's categories as its paper reports them (Table 2): Regular is BREC's ``Regular`` range
+#: plus ``4-Vertex_Condition`` and ``Distance_Regular``.
+BREC_CATEGORIES: tuple[str, ...] = ("Basic", "Regular", "Extension", "CFI")
+
+# The paper's Regular category is the union of these ranges of ``categories.json``.
+_BREC_PAPER_PARTS: dict[str, tuple[str, ...]] = {
+    "Basic": ("Basic",),
+    "Regular": ("Regular", "4-Vertex_Condition", "Distance_Regular"),
+    "Extension": ("Extension",),
+    "CFI": ("CFI",),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class BrecData:
+    """BREC (Wang & Zhang 2023): 400 pairs of non-isomorphic graphs, graphs ``2k``, ``2k+1``.
+
+    ``parts`` holds the half-open pair ranges of ``categories.json`` (BREC's own six parts and
+    the Simple/Strongly regular split, which overlaps ``Regular``); :meth:`category` maps a pair
+    to the paper's four categories (:data:`BREC_CATEGORIES`).
+    """
+
+    graphs: list[Graph]
+    pairs: np.ndarray  # (400, 2)
+    parts: Mapping[str, tuple[int, int]]
+
+    def category(self, k: int) -> str:
+        """The paper's category (Basic, Regular, Extension, CFI) of pair ``k``."""
+        for cat, names in _BREC_PAPER_PARTS.items():
+            if any(self.parts[n][0] <= k < self.parts[n][1] for n in names):
+                return cat
+        raise DataError(f"BREC pair {k} lies in no category")
+
+    def categories(self) -> np.ndarray:
+        """The paper's category of every pair, as an array of names."""
+        return np.array([self.category(k) for k in range(len(self.pairs))])
+
+
+def load_brec() -> BrecData:
+    """BREC from ``brec/brec_pairs.g6`` (lines 2k, 2k+1 = pair k) and ``brec/categories.json``."""
+    import json
+
+    path = _file("brec", "brec_pairs.g6")
+    graphs = _read_graph6(path, "brec")
+    if len(graphs) % 2:
+        raise DataError(f"{path}: {len(graphs)} graphs; pairs need an even number")
+    count = len(graphs) // 2
+    for k in range(count):
+        a, b = graphs[2 * k], graphs[2 * k + 1]
+        if a.num_nodes != b.num_nodes:
+            raise DataError(
+                f"{path}: pair {k} (lines {2 * k + 1}, {2 * k + 2}) joins graphs of "
+                f"{a.num_nodes} and {b.num_nodes} nodes"
+            )
+    cpath = _file("brec", "categories.json")
+    try:
+        raw = json.loads(cpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"{cpath}: cannot read as JSON ({e})") from e
+    if not isinstance(raw, dict):
+        raise DataError(f"{cpath}: expected an object of category -> [start, end)")
+    parts: dict[str, tuple[int, int]] = {}
+    for name, rng in raw.items():
+        ok = isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) for v in rng)
+        if not ok or not 0 <= rng[0] <= rng[1] <= count:
+            raise DataError(f"{cpath}: {name!r} must be [start, end) within 0..{count}, got {rng}")
+        parts[name] = (rng[0], rng[1])
+    needed = {n for names in _BREC_PAPER_PARTS.values() for n in names}
+    if missing := sorted(needed - set(parts)):
+        raise DataError(f"{cpath}: missing categories {missing}")
+    covered = np.zeros(count, dtype=np.int64)
+    for n in needed:
+        covered[parts[n][0] : parts[n][1]] += 1
+    if np.any(covered != 1):
+        k = int(np.flatnonzero(covered != 1)[0])
+        raise DataError(
+            f"{cpath}: pair {k} lies in {covered[k]} of {sorted(needed)}; they must partition "
+            f"the {count} pairs"
+        )
+    pairs = np.arange(2 * count, dtype=np.int64).reshape(count, 2)
+    return BrecData(graphs, pairs, parts)
+
+
 # --------------------------------------------------------------------------- EXP
 
 
@@ -502,6 +588,12 @@ DATASETS: dict[str, DatasetInfo] = {
                 f"TU {tu.upper()}, 10 folds",
             )
             for tu in _TU
+        ),
+        DatasetInfo(
+            "brec",
+            load_brec,
+            ("brec/brec_pairs.g6", "brec/categories.json"),
+            "BREC: 400 non-isomorphic pairs in 4 categories",
         ),
         DatasetInfo(
             "paper_pairs",
