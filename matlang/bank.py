@@ -11,7 +11,8 @@ The grammar (each production's size is the number of AST nodes it adds, so a sen
 
     v := 𝟏 | M v | v ⊙ w                       (vectors; M v only in L3 beyond M = A)
     M := A | diag(v) | M N | M ⊙ N            (matrices; L2 and L3; ⊙ only in L3)
-    s := 𝟏ᵀ v | tr(M)                         (readouts; tr only in L2 and L3)
+    s := 𝟏ᵀ v | tr(M)                         (readouts; tr only in L2 and L3, where the
+                                               sum of v is read as tr(diag(v)), one node less)
 
 What is left out loses no separation at a given size:
 
@@ -49,7 +50,7 @@ vectors", and says so in its results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -176,6 +177,7 @@ class _Searcher:
         self.multiset = multiset
         self.budget = budget
         self.search = Search(fragment, max_size)
+        self.vec_read = vector_readout_cost(fragment)
         self.vec = _Pool("v")
         self.mat = _Pool("m")
         self.values: dict[int, np.ndarray] = {}
@@ -188,7 +190,9 @@ class _Searcher:
 
     # ----------------------------------------------------------------- adding nodes
 
-    def _add(self, pool: _Pool, s: int, cands: np.ndarray, makers: list[tuple[str, tuple[int, ...]]]) -> None:
+    def _add(
+        self, pool: _Pool, s: int, cands: np.ndarray, makers: list[tuple[str, tuple[int, ...]]]
+    ) -> None:
         """Keep the candidates (c, G, ...) whose value is new and non-zero, in order."""
         if not len(makers):
             return
@@ -204,7 +208,9 @@ class _Searcher:
             k = keys[r].tobytes()
             row = flat[r]
             same = pool.table.get(k)
-            if same is not None and any(np.array_equal(self.values[i].reshape(-1), row) for i in same):
+            if same is not None and any(
+                np.array_equal(self.values[i].reshape(-1), row) for i in same
+            ):
                 continue
             keep_rows.append(r)
         # Rows sharing a projection key inside the batch but differing in value were dropped by
@@ -246,7 +252,7 @@ class _Searcher:
         if not self.pair:
             return
         if pool.kind == "v":
-            size = s + 3  # 𝟏ᵀ v
+            size = s + self.vec_read  # 𝟏ᵀ v, or tr(diag(v)) where tr exists
             if size > self.K or size >= self._best():
                 return
             sums = np.fmod(vals.sum(axis=-1), PRIME)  # (k, 2)
@@ -314,9 +320,7 @@ class _Searcher:
             for lo in range(0, len(mids), max(1, step // max(1, len(vs)))):
                 hi = min(len(mids), lo + max(1, step // max(1, len(vs))))
                 prod = _matmul(mvals[lo:hi, None], vs[None, :, :, :, None])[..., 0]
-                makers = [
-                    ("Mv", (mids[a], vid)) for a in range(lo, hi) for vid in self.vec.ids[sv]
-                ]
+                makers = [("Mv", (mids[a], vid)) for a in range(lo, hi) for vid in self.vec.ids[sv]]
                 self._add(self.vec, s, prod.reshape(-1, G, n), makers)
         # v ⊙ w, sizes s1 ≤ s2 (and ids in order when equal).
         for s1 in range(1, (s - 1) // 2 + 1):
@@ -380,31 +384,34 @@ class _Searcher:
                 ii = np.array([p[0] for p in chunk])
                 jj = np.array([p[1] for p in chunk])
                 prod = _mod(left[ii] * right[jj])
-                makers = [
-                    ("had", (self.mat.ids[s1][a], self.mat.ids[s2][b])) for a, b in chunk
-                ]
+                makers = [("had", (self.mat.ids[s1][a], self.mat.ids[s2][b])) for a, b in chunk]
                 self._add(self.mat, s, prod, makers)
 
     def run(self, progress: Callable[[int], None] | None = None) -> Search:
         use_mats = self.frag != "L1"
         for s in range(1, self.K + 1):
             # The smallest sentence any node of size s can still give.
-            floor = s + 1 if use_mats else s + 3
+            floor = s + 1 if use_mats else s + self.vec_read
             if floor > self.K or (self.pair and floor >= self._best()):
                 break
             if self.vec.entries + self.mat.entries > self.budget:
                 self.search.truncated = True
                 break
-            if s + 3 <= self.K:
+            if s + self.vec_read <= self.K:
                 self._vectors(s)
             if use_mats:
                 self._matrices(s)
-            self.search.complete_size = s + 1 if use_mats else s + 3
+            self.search.complete_size = s + 1 if use_mats else s + self.vec_read
             if progress is not None:
                 progress(s)
         if not self.search.truncated:
             self.search.complete_size = self.K
         return self.search
+
+
+def vector_readout_cost(fragment: str) -> int:
+    """Nodes a vector's sum adds to make a sentence: 𝟏ᵀ v (3), or tr(diag(v)) (2) with tr."""
+    return 3 if fragment == "L1" else 2
 
 
 def _first_power_sum(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
@@ -446,7 +453,9 @@ def search_pair(
         search = Search(frag, max_size, [Node("v", "1", (), 1)], complete_size=max_size)
         search.separation = Separation("sum", 0, 4, 1, (a.shape[0] % PRIME, b.shape[0] % PRIME))
         return search
-    searcher = _Searcher(adjacency_stack([a, b]), frag, max_size, pair=True, multiset=multiset, budget=budget)
+    searcher = _Searcher(
+        adjacency_stack([a, b]), frag, max_size, pair=True, multiset=multiset, budget=budget
+    )
     return searcher.run()
 
 
@@ -490,14 +499,18 @@ def witness(search: Search) -> ast.Expr | None:
         return None
     inner = to_expr(search, sep.node)
     ones_t = ast.Transpose(ast.Ones())
+    with_tr = search.fragment != "L1"
     if sep.readout == "sum":
-        return ast.Mul(ones_t, inner)
+        # Σ vᵢ: tr(diag(v)) is one node smaller than 𝟏ᵀ v where tr exists.
+        return ast.Trace(ast.Diag(inner)) if with_tr else ast.Mul(ones_t, inner)
     if sep.readout == "tr":
         return ast.Trace(inner)
     if sep.readout == "multiset":
-        # 𝟏ᵀ diag(v)ᵏ 𝟏 = Σ vᵢᵏ
-        body: ast.Expr = ast.Diag(inner) if sep.power == 1 else ast.Power(ast.Diag(inner), sep.power)
-        return ast.Mul(ones_t, ast.Mul(body, ast.Ones()))
+        # Σ vᵢᵏ = tr(diag(v)ᵏ) = 𝟏ᵀ diag(v)ᵏ 𝟏
+        body: ast.Expr = (
+            ast.Diag(inner) if sep.power == 1 else ast.Power(ast.Diag(inner), sep.power)
+        )
+        return ast.Trace(body) if with_tr else ast.Mul(ones_t, ast.Mul(body, ast.Ones()))
     # matrix-multiset: 𝟏ᵀ (M ⊙ ⋯ ⊙ M) 𝟏 = Σ Mᵢⱼᵏ
     had = inner
     for _ in range(sep.power - 1):
@@ -505,6 +518,110 @@ def witness(search: Search) -> ast.Expr | None:
     return ast.Mul(ones_t, ast.Mul(had, ast.Ones()))
 
 
-def iter_chunks(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
-    for lo in range(0, len(items), size):
-        yield items[lo : lo + size]
+# --------------------------------------------------------------------------- banks on graph sets
+
+
+def random_graphs(count: int, n: int, p: float, seed: int) -> np.ndarray:
+    """``count`` seeded Erdős–Rényi adjacency matrices G(n, p), stacked (count, n, n)."""
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.random((count, n, n)) < p, 1)
+    return (upper | upper.transpose(0, 2, 1)).astype(np.int64)
+
+
+def bank(
+    fragment: str,
+    max_size: int,
+    *,
+    fingerprint: np.ndarray | None = None,
+    budget: int = DEFAULT_BUDGET,
+) -> Search:
+    """The bank as a list of expressions: every node up to ``max_size``, deduplicated by value
+    on the ``fingerprint`` graphs (default: 4 seeded G(10, 0.35) graphs).
+
+    Two expressions equal on the fingerprint graphs are merged (kept once, the smaller): a
+    heuristic for "equal everywhere", so a bank evaluated elsewhere may miss a separation an
+    exact per-pair search (:func:`search_pair`) finds, never report a false one.
+    """
+    frag = _check_fragment(fragment)
+    graphs = random_graphs(4, 10, 0.35, seed=2021) if fingerprint is None else fingerprint
+    searcher = _Searcher(
+        adjacency_stack(list(graphs)), frag, max_size, pair=False, multiset=False, budget=budget
+    )
+    return searcher.run()
+
+
+def sentences(search: Search) -> list[tuple[str, int]]:
+    """The scalar sentences of a bank: (readout, node) for every node whose readout fits the
+    bound (``sum`` for vectors of size ≤ K − 3, or K − 2 with tr, and ``tr`` for matrices of
+    size ≤ K − 1 in L2/L3)."""
+    out: list[tuple[str, int]] = []
+    for i, nd in enumerate(search.nodes):
+        if nd.kind == "v" and nd.size + vector_readout_cost(search.fragment) <= search.max_size:
+            out.append(("sum", i))
+        elif nd.kind == "m" and search.fragment != "L1" and nd.size + 1 <= search.max_size:
+            out.append(("tr", i))
+    return out
+
+
+def signatures(
+    search: Search, adjacencies: Sequence[np.ndarray], *, multiset: bool = True, chunk: int = 256
+) -> list[bytes]:
+    """Per graph, the residues of every sentence of the bank (and, with ``multiset``, the
+    sorted entries of every vector): equal signatures ⇔ no sentence of the bank separates.
+
+    Graphs are evaluated in chunks of equal size, every node once per chunk (bottom-up).
+    """
+    reads = sentences(search)
+    by_n: dict[int, list[int]] = {}
+    for g, a in enumerate(adjacencies):
+        by_n.setdefault(int(a.shape[0]), []).append(g)
+    out: list[bytes] = [b""] * len(adjacencies)
+    for n, members in by_n.items():
+        for lo in range(0, len(members), chunk):
+            idx = members[lo : lo + chunk]
+            stack = adjacency_stack([adjacencies[g] for g in idx])
+            vals = _replay(search, stack)
+            parts = [np.full((len(idx), 1), n, dtype=np.int64)]
+            for readout, node in reads:
+                v = vals[node]
+                if readout == "sum":
+                    parts.append(np.fmod(v.sum(axis=-1), PRIME).astype(np.int64)[:, None])
+                    if multiset:
+                        parts.append(np.sort(v, axis=-1).astype(np.int64))
+                else:
+                    parts.append(
+                        np.fmod(np.trace(v, axis1=-2, axis2=-1), PRIME).astype(np.int64)[:, None]
+                    )
+            sig = np.concatenate(parts, axis=1)
+            for r, g in enumerate(idx):
+                out[g] = sig[r].tobytes()
+    return out
+
+
+def _replay(search: Search, stack: np.ndarray) -> dict[int, np.ndarray]:
+    """Every node's value on a stack of graphs (G, n, n), in node order."""
+    G, n = stack.shape[0], stack.shape[1]
+    vals: dict[int, np.ndarray] = {}
+    diag_idx = np.arange(n)
+
+    def get(i: int) -> np.ndarray:
+        return stack if i == -1 else vals[i]
+
+    for i, nd in enumerate(search.nodes):
+        if nd.op == "1":
+            v = np.ones((G, n))
+        elif nd.op == "A":
+            v = stack.copy()
+        elif nd.op == "Mv":
+            v = _matmul(get(nd.args[0]), get(nd.args[1])[..., None])[..., 0]
+        elif nd.op in ("vhad", "had"):
+            v = _mod(get(nd.args[0]) * get(nd.args[1]))
+        elif nd.op == "diag":
+            v = np.zeros((G, n, n))
+            v[:, diag_idx, diag_idx] = get(nd.args[0])
+        elif nd.op == "mul":
+            v = _matmul(get(nd.args[0]), get(nd.args[1]))
+        else:  # pragma: no cover
+            raise MatlangError(f"unknown bank operation {nd.op!r}")
+        vals[i] = v
+    return vals

@@ -130,7 +130,9 @@ def select_pairs(data: Any, pairs: Sequence[int] | None) -> list[int]:
 # --------------------------------------------------------------------------- WL rows
 
 
-def wl_rows(data: Any, test: str, pairs: Sequence[int] | None = None, progress: Progress = _identity) -> BrecResult:
+def wl_rows(
+    data: Any, test: str, pairs: Sequence[int] | None = None, progress: Progress = _identity
+) -> BrecResult:
     """``1-wl`` or ``3-wl`` on the chosen pairs: separated when stable histograms differ."""
     from runtime.wl import normalize_test, pair_equivalence
 
@@ -140,7 +142,8 @@ def wl_rows(data: Any, test: str, pairs: Sequence[int] | None = None, progress: 
     idx = data.pairs[chosen]
     same = pair_equivalence(data.graphs, idx, kind, progress=progress)
     outcomes = [
-        PairOutcome(k, data.category(k), not bool(s)) for k, s in zip(chosen, same.tolist(), strict=True)
+        PairOutcome(k, data.category(k), not bool(s))
+        for k, s in zip(chosen, same.tolist(), strict=True)
     ]
     return BrecResult(kind, outcomes, time.perf_counter() - start, {"test": kind})
 
@@ -167,12 +170,20 @@ def bank_rows(
     for k in progress(chosen):
         i, j = data.pairs[k]
         s = search_pair(
-            data.graphs[i].adjacency, data.graphs[j].adjacency, fragment, max_size, multiset=multiset
+            data.graphs[i].adjacency,
+            data.graphs[j].adjacency,
+            fragment,
+            max_size,
+            multiset=multiset,
         )
         w = witness(s)
         detail: dict[str, Any] = {"complete_size": s.complete_size, "truncated": s.truncated}
         if w is not None and s.separation is not None:
-            detail |= {"witness": to_text(w), "size": s.separation.size, "readout": s.separation.readout}
+            detail |= {
+                "witness": to_text(w),
+                "size": s.separation.size,
+                "readout": s.separation.readout,
+            }
         outcomes.append(PairOutcome(k, data.category(k), w is not None, detail))
     settings = {"fragment": fragment.upper(), "max_size": max_size, "multiset": multiset}
     return BrecResult(f"bank-{fragment.upper()}", outcomes, time.perf_counter() - start, settings)
@@ -181,7 +192,9 @@ def bank_rows(
 # --------------------------------------------------------------------------- RPC
 
 
-def permuted_copies(adjacency: np.ndarray, count: int, rng: np.random.Generator) -> list[np.ndarray]:
+def permuted_copies(
+    adjacency: np.ndarray, count: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """``count`` random relabellings ``P A Pᵀ`` of a graph."""
     n = adjacency.shape[0]
     out = []
@@ -209,8 +222,8 @@ def rpc_pair(
     """RPC on one pair: train a fresh model to separate ``a`` from ``b``, then the two T² tests."""
     import torch
 
+    from matlang.graphs import Graph
     from runtime.batch import Batch
-    from runtime.graphs import Graph
     from runtime.models import build_model
 
     rng = np.random.default_rng(seed)
@@ -226,12 +239,18 @@ def rpc_pair(
         return out
 
     # Interleaved: copy i of the first graph, copy i of the second, ...
-    pair_set = graphs([m for ab in zip(permuted_copies(a, q, rng), permuted_copies(b, q, rng)) for m in ab])
+    pair_set = graphs(
+        [m for ab in zip(permuted_copies(a, q, rng), permuted_copies(b, q, rng)) for m in ab]
+    )
     rel_copies = permuted_copies(a, 2 * q, rng)
     rel_set = graphs(rel_copies)
     bs = cfg.batch_size
-    train_batches = [Batch.from_graphs(pair_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)]
-    rel_batches = [Batch.from_graphs(rel_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)]
+    train_batches = [
+        Batch.from_graphs(pair_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)
+    ]
+    rel_batches = [
+        Batch.from_graphs(rel_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)
+    ]
 
     model = build_model(model_name, 1, cfg.out_dim, config=cfg.config)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -248,7 +267,7 @@ def rpc_pair(
             loss = loss_fn(out[0::2], out[1::2], target)
             loss.backward()
             opt.step()
-            total += out.shape[0] / 2 * float(loss)
+            total += out.shape[0] / 2 * loss.item()
         epochs_run += 1
         last_loss = total / q
         if last_loss < cfg.loss_threshold:
@@ -287,7 +306,9 @@ def rpc_rows(
     outcomes = []
     for k in progress(chosen):
         i, j = data.pairs[k]
-        r = rpc_pair(model_name, data.graphs[i].adjacency, data.graphs[j].adjacency, seed * 100_003 + k, cfg)
+        r = rpc_pair(
+            model_name, data.graphs[i].adjacency, data.graphs[j].adjacency, seed * 100_003 + k, cfg
+        )
         outcomes.append(PairOutcome(k, data.category(k), r["distinguished"] and r["reliable"], r))
     settings = {"seed": seed, **cfg.__dict__}
     return BrecResult(model_name, outcomes, time.perf_counter() - start, settings)
@@ -303,7 +324,11 @@ def reliability_failures(result: BrecResult) -> int:
 
 def table(rows: Sequence[BrecResult], *, published: bool = True) -> str:
     """A Markdown table: per category and total, measured rows then the published ones."""
-    head = "| row | " + " | ".join(f"{c} ({CATEGORY_SIZES[c]})" for c in CATEGORIES) + " | Total (400) | time |"
+    head = (
+        "| row | "
+        + " | ".join(f"{c} ({CATEGORY_SIZES[c]})" for c in CATEGORIES)
+        + " | Total (400) | time |"
+    )
     lines = [head, "|---" * (len(CATEGORIES) + 3) + "|"]
     for r in rows:
         c, t = r.counts(), r.totals()

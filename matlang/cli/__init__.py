@@ -11,13 +11,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from matlang.cli import bench, classify, compile, eval, models, parse, report, wl
+from matlang.cli import bank, bench, classify, compile, eval, models, parse, report, wl
 from matlang.errors import MatlangError
 
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch.
-COMMANDS = (parse, eval, compile, classify, wl, models, bench, report)
+COMMANDS = (parse, eval, compile, classify, wl, bank, models, bench, report)
 
 
 def build_parser() -> argparse.ArgumentParser:

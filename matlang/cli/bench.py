@@ -64,8 +64,86 @@ def register(sub: Any) -> None:
     perf_arguments(perf)
     perf.set_defaults(func=run_perf)
 
+    brec = bsub.add_parser("brec", help="BREC: 400 non-isomorphic pairs, RPC protocol")
+    brec.add_argument(
+        "--model",
+        required=True,
+        type=str.lower,
+        metavar="MODEL",
+        help="1-wl, 3-wl, bank-L1|bank-L2|bank-L3, or a reference model trained under RPC",
+    )
+    brec.add_argument("--max-size", type=int, default=10, help="banks: sentence size bound")
+    brec.add_argument("--pairs", metavar="A:B", help="only pairs A..B-1 (default all 400)")
+    brec.add_argument("--seed", type=int, default=0, help="RPC: seed of relabellings and weights")
+    brec.add_argument("--epochs", type=int, default=20, help="RPC: epochs per pair (BREC: 20)")
+    brec.add_argument("--json", action="store_true", help="print the summary as JSON")
+    brec.add_argument("--out", default="results", help="folder for the result file")
+    brec.add_argument("--no-save", action="store_true", help="do not write a result file")
+    brec.add_argument("--no-progress", action="store_true", help="no progress bars")
+    brec.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    brec.set_defaults(func=run_brec)
+
     b.set_defaults(func=lambda args: _missing(b))
 
+
+def run_brec(args: argparse.Namespace) -> int:
+    """``matlang bench brec``: one row of the BREC table (see benchmarks/paper/brec.py)."""
+    import sys
+
+    from tqdm import tqdm
+
+    from benchmarks.paper import brec
+    from benchmarks.records import finish
+    from runtime import datasets
+
+    args._start = time.perf_counter()
+    data = datasets.load_brec()
+    pairs = None
+    if args.pairs:
+        try:
+            a, b = (int(v) for v in args.pairs.split(":"))
+        except ValueError:
+            raise MatlangError(f"--pairs must be A:B (pairs A..B-1), got {args.pairs!r}") from None
+        pairs = list(range(a, b))
+
+    def progress(items: Any) -> Any:
+        disable = True if args.no_progress else None
+        return tqdm(items, desc=f"brec {args.model}", disable=disable, leave=False, file=sys.stderr)
+
+    model = args.model
+    if model in ("1-wl", "3-wl"):
+        res = brec.wl_rows(data, model, pairs, progress=progress)
+    elif model.startswith("bank-"):
+        res = brec.bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
+    else:
+        _setup_model(args, model)
+        cfg = brec.RPCConfig(epochs=args.epochs)
+        res = brec.rpc_rows(data, model, pairs, seed=args.seed, cfg=cfg, progress=progress)
+    body = res.to_json()
+    trained = not (model.startswith("bank-") or model in ("1-wl", "3-wl"))
+    # A bank's file names its size bound: rows of several bounds sit side by side.
+    name = f"{res.model}-k{args.max_size}" if model.startswith("bank-") else res.model
+    body["model"] = name
+    record = {"bench": "brec", "dataset": "brec", **body}
+    summary = {"model": name, "pairs": body["pairs"], "separated": body["separated"]}
+    summary |= body["counts"]
+    if trained:
+        summary["reliability_failures"] = brec.reliability_failures(res)
+    return finish(args, record, summary)
+
+
+def _setup_model(args: argparse.Namespace, model: str) -> None:
+    import torch
+
+    from runtime.models import model_names
+
+    if model not in model_names():
+        raise MatlangError(
+            f"matlang bench brec: unknown model {model!r}; choose from 1-wl, 3-wl, bank-L1, "
+            "bank-L2, bank-L3, " + ", ".join(model_names())
+        )
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
 
 def run_perf(args: argparse.Namespace) -> int:

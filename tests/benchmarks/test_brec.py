@@ -1,0 +1,172 @@
+"""BREC: the loader, the WL rows on a few pairs, a bank's witnesses re-checked by the exact
+evaluator, the CLI's JSON, and a smoke run of the RPC protocol on two pairs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.paper import brec
+from matlang.cli import main
+from matlang.errors import DataError
+from matlang.evaluator import evaluate_graph
+from matlang.parser import parse
+from runtime import datasets
+
+needs_brec = pytest.mark.skipif(
+    not datasets.data_available("brec"), reason="BREC data not found (set MATLANG_DATA)"
+)
+
+
+@pytest.fixture(scope="module")
+def data() -> datasets.BrecData:
+    return datasets.load_brec()
+
+
+def test_missing_brec_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MATLANG_DATA", str(tmp_path))
+    with pytest.raises(DataError, match="missing dataset file .*brec_pairs.g6"):
+        datasets.load_brec()
+
+
+def test_bad_categories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "brec").mkdir()
+    (tmp_path / "brec" / "brec_pairs.g6").write_text("IheA@GUAo\nIheA@GUAo\n")
+    (tmp_path / "brec" / "categories.json").write_text(json.dumps({"Basic": [0, 2]}))
+    monkeypatch.setenv("MATLANG_DATA", str(tmp_path))
+    with pytest.raises(DataError, match=r"categories.json: 'Basic' must be \[start, end\)"):
+        datasets.load_brec()
+
+
+@needs_brec
+def test_loader_counts(data: datasets.BrecData) -> None:
+    """The README's numbers: 400 pairs, categories 60/140/100/100, equal sizes per pair."""
+    assert len(data.graphs) == 800 and data.pairs.shape == (400, 2)
+    cats = list(data.categories())
+    assert [cats.count(c) for c in brec.CATEGORIES] == [60, 140, 100, 100]
+    assert data.category(365) == "Regular" and data.category(259) == "Extension"
+    sizes = np.array([g.num_nodes for g in data.graphs]).reshape(400, 2)
+    assert (sizes[:, 0] == sizes[:, 1]).all() and sizes.max() == 198
+
+
+@needs_brec
+def test_wl_rows_on_a_few_pairs(data: datasets.BrecData) -> None:
+    """1-WL separates none; 3-WL separates basic, simple-regular, extension and the first CFI
+    pairs but not a strongly regular or a 4-vertex-condition pair (the README's 2-FWL run)."""
+    pairs = [0, 60, 110, 160, 262, 365]
+    one = brec.wl_rows(data, "1-wl", pairs)
+    assert [o.separated for o in one.outcomes] == [False] * 6
+    three = brec.wl_rows(data, "3-wl", pairs)
+    assert [o.separated for o in three.outcomes] == [True, True, False, True, True, False]
+
+
+@needs_brec
+def test_bank_witnesses_recheck_exactly(data: datasets.BrecData) -> None:
+    """On a sample of pairs, each witness the bank prints parses and takes different exact
+    values (dense evaluator) on the pair's two graphs; the L1 bank separates none."""
+    pairs = [0, 17, 61, 105, 163, 230]
+    res = brec.bank_rows(data, "L3", 10, pairs)
+    assert all(o.separated for o in res.outcomes)
+    for o in res.outcomes:
+        e = parse(o.detail["witness"])
+        i, j = data.pairs[o.pair]
+        assert evaluate_graph(e, data.graphs[i]) != evaluate_graph(e, data.graphs[j])
+    l1 = brec.bank_rows(data, "L1", 12, pairs)
+    assert not any(o.separated for o in l1.outcomes)
+
+
+def test_t_squared_is_hotellings_statistic() -> None:
+    """d̄ᵀ S⁻¹ d̄ for full-rank differences (S the unbiased covariance), and 0 for no shift."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(32, 3)), rng.normal(size=(32, 3))
+    d = x - y
+    mean = d.mean(0)
+    cov = (d - mean).T @ (d - mean) / 31
+    assert brec.t_squared(x, y) == pytest.approx(float(mean @ np.linalg.solve(cov, mean)))
+    assert brec.t_squared(x, x) == 0.0
+
+
+def _pairs_file(tmp_path: Path) -> Path:
+    from matlang.graphs import PAPER_GRAPH6
+
+    path = tmp_path / "pairs.g6"
+    path.write_text("\n".join(PAPER_GRAPH6.values()) + "\n")
+    return path
+
+
+def test_bank_cli_json_and_witnesses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``matlang bank --json`` on a pairs file: the keys, and witnesses ``matlang eval`` checks."""
+    path = _pairs_file(tmp_path)
+    assert (
+        main(
+            [
+                "bank",
+                "--fragment",
+                "L3",
+                "--max-size",
+                "10",
+                "--pairs",
+                str(path),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert {"pairs", "separated", "sentences", "per_pair", "seconds"} <= set(out)
+    assert out["pairs"] == 3 and out["sentences"] > 0
+    for row in out["per_pair"]:
+        if not row["separated"]:
+            continue
+        values = []
+        for g6 in row["graphs"]:
+            assert main(["eval", row["witness"], "--graph6", g6, "--json"]) == 0
+            values.append(json.loads(capsys.readouterr().out)["values"][0])
+        assert values[0] != values[1], row
+
+
+def test_bank_cli_rejects_an_odd_pairs_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "odd.g6"
+    path.write_text("IheA@GUAo\n")
+    assert main(["bank", "--fragment", "L1", "--max-size", "5", "--pairs", str(path)]) == 1
+    assert "even number" in capsys.readouterr().err
+
+
+@needs_brec
+def test_bench_brec_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "bench",
+                "brec",
+                "--model",
+                "3-wl",
+                "--pairs",
+                "0:3",
+                "--no-save",
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["pairs"] == 3 and out["separated"] == 3 and out["Basic"] == 3 and out["Total"] == 3
+
+
+@needs_brec
+def test_rpc_smoke_two_pairs(data: datasets.BrecData) -> None:
+    """RPC runs end to end: two pairs, a fresh model each, finite T² for pair and reliability."""
+    cfg = brec.RPCConfig(epochs=2)
+    res = brec.rpc_rows(data, "gin", [0, 1], cfg=cfg)
+    assert len(res.outcomes) == 2
+    for o in res.outcomes:
+        assert np.isfinite(o.detail["t2"]) and np.isfinite(o.detail["t2_reliability"])
+        assert o.detail["epochs"] <= 2
+        assert o.separated == (o.detail["distinguished"] and o.detail["reliable"])
