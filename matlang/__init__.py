@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from matlang.analyzer import Analysis
+    from matlang.analysis import Analysis
     from matlang.ast import Expr, Program, Sentence
     from matlang.errors import MatlangError
     from matlang.parser import parse, parse_program
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: Public name → the module that defines it.
 _LAZY = {
-    "Analysis": "matlang.analyzer",
+    "Analysis": "matlang.analysis",
     "Expr": "matlang.ast",
     "Program": "matlang.ast",
     "Sentence": "matlang.ast",
@@ -56,9 +56,9 @@ def evaluate(expr: Expr | str, graph: Any, **kwargs: Any) -> Any:
 
 def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = False) -> Analysis:
     """Which fragment (L1/L2/L3) and WL level a sentence needs, why, and a witness pair (see
-    :func:`matlang.analyzer.classify`). ``datasets`` also searches the data folder's pairs
+    :func:`matlang.analysis.classify`). ``datasets`` also searches the data folder's pairs
     (graph8c, EXP, sr25; :func:`runtime.datasets.witness_classes`)."""
-    from matlang.analyzer import classify as _classify
+    from matlang.analysis import classify as _classify
 
     library = None
     if witness and datasets:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 import matlang
-from matlang.analyzer import FRAGMENTS, Analysis, classify, forced_level, fragment, reasons
+from matlang.analysis import Analysis, classify
+from matlang.fragments import FRAGMENTS, forced_level, fragment, reasons
 
 # (sentence, syntactic fragment, fragment after normalisation, witness level or None);
 # the comment is the normal form.

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import matlang
-from matlang.analyzer import classify
+from matlang.analysis import classify
 from matlang.graphs import Graph, from_graph6
 from matlang.witness import (
     TAGS,
