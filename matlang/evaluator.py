@@ -23,7 +23,7 @@ import numpy as np
 from matlang import ast
 from matlang.errors import EvaluationError, GraphError
 from matlang.functions import lower, polynomial_degree
-from matlang.graphs import Graph, as_graph, as_graphs, read_graph6
+from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
 # Exact values are refused beyond about 300 000 decimal digits (say tr(A^1000000)): the
@@ -330,22 +330,6 @@ def _export(x: np.ndarray, shape: ast.Shape) -> Any:
     return x
 
 
-def _graphs_of(graph: Any) -> tuple[list[Graph], bool]:
-    """The graphs to evaluate on and whether the caller gave a single graph."""
-    if isinstance(graph, os.PathLike) or (isinstance(graph, str) and graph.endswith(".g6")):
-        return read_graph6(graph), False
-    if isinstance(graph, (list, tuple)) or (
-        hasattr(graph, "__iter__")
-        and not isinstance(graph, (str, np.ndarray, Graph))
-        and not hasattr(graph, "nodes")
-        and not hasattr(graph, "edge_index")
-        and not hasattr(graph, "toarray")
-        and not hasattr(graph, "detach")  # a torch adjacency is one graph
-    ):
-        return as_graphs(graph), False
-    return [as_graph(graph)], True
-
-
 def evaluate(
     expr: ast.Expr | str,
     graph: Any,
@@ -357,10 +341,12 @@ def evaluate(
     """The value of a sentence on a graph (or a list of values on a list of graphs).
 
     ``graph`` is anything :func:`matlang.graphs.as_graph` accepts (a Graph, an adjacency, a
-    networkx graph, a PyG-like object, a built-in name, a graph6 string), a ``.g6`` path, or a
-    list of these. Scalars come back as Python ``int``/``Fraction`` when exact, else ``float``;
-    vectors as 1-D and matrices as 2-D numpy arrays. Declared inputs (``input h``) come from
-    ``inputs`` or, in declaration order, from the columns of the graph's node features.
+    networkx graph, a PyG-like ``Data``, a built-in name, a graph6 string) for one value, or
+    several graphs for a list of values: a list of these, a 3-D array (G, n, n), a ``.g6`` path
+    or a PyG-like ``Batch`` (split by its own ``ptr``; see :func:`matlang.graphs.pyg_layout`).
+    Scalars come back as Python ``int``/``Fraction`` when exact, else ``float``; vectors as 1-D
+    and matrices as 2-D numpy arrays. Declared inputs (``input h``) come from ``inputs`` or, in
+    declaration order, from the columns of the graph's node features.
     """
     from matlang.parser import parse, parse_program
 
@@ -373,7 +359,8 @@ def evaluate(
         order = program.inputs
     else:
         e = expr
-    graphs, single = _graphs_of(graph)
+    # the one rule for what a batch is (matlang.graphs): a PyG Batch gives one value per graph
+    graphs, single = as_graphs(graph), is_one_graph(graph)
     values = [
         evaluate_graph(e, g, exact=exact, inputs=inputs, nonfinite=nonfinite, input_order=order)
         for g in graphs
@@ -397,7 +384,7 @@ def evaluate_graph(
     names = [n for n in input_order if n in used] if input_order is not None else used
     given = dict(inputs or {})
     if names and g.x is not None:
-        x = np.asarray(g.x).reshape(g.num_nodes, -1)
+        x = node_features(np.asarray(g.x))
         for i, name in enumerate(names):
             if name not in given and i < x.shape[1]:
                 given[name] = x[:, i]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -138,12 +138,20 @@ def from_adjacency(
         a = a.detach().cpu().numpy()
     arr = np.asarray(a)
     arr = _check(arr, name, allow_weights, allow_self_loops, allow_directed)
-    feats = None if x is None else np.asarray(x)
+    feats = None if x is None else node_features(_numpy(x))
     if feats is not None and feats.shape[0] != arr.shape[0]:
         raise GraphError(
             f"features have {feats.shape[0]} rows but the graph has {arr.shape[0]} nodes", name
         )
     return Graph(arr, name, feats)
+
+
+def node_features(x: np.ndarray) -> np.ndarray:
+    """Node features as an (n, d) array: a vector is one feature per node, further axes are
+    flattened (a reshape to ``(n, -1)`` is ambiguous when there are no nodes)."""
+    if x.ndim == 0:
+        raise GraphError(f"node features must have one row per node, got a scalar {x.item()!r}")
+    return x[:, None] if x.ndim == 1 else x.reshape(x.shape[0], int(np.prod(x.shape[1:])))
 
 
 def from_edge_index(
@@ -176,9 +184,7 @@ def from_edge_index(
     if edge_weight is None:
         w = np.ones(ei.shape[1], dtype=np.int64)
     else:
-        if hasattr(edge_weight, "detach"):
-            edge_weight = edge_weight.detach().cpu().numpy()
-        w = np.asarray(edge_weight).reshape(-1)
+        w = check_edge_weight(_numpy(edge_weight), ei.shape[1], name)
     a = np.zeros((num_nodes, num_nodes), dtype=w.dtype)
     np.add.at(a, (ei[0], ei[1]), w)
     if edge_weight is None and a.size and a.max() > 1 and not allow_weights:
@@ -399,13 +405,202 @@ def named(name: str) -> Graph:
 
 
 # --------------------------------------------------------------------------- coercion
+#
+# One rule for what a batch is, shared by the exact evaluator, compiled modules and reference
+# models (runtime/batch.py reads its offsets through pyg_layout):
+#
+# * a PyG-like object (anything with ``edge_index``; PyG itself is never imported) is a batch of
+#   graphs when it carries ``ptr`` or a ``batch`` vector, else one graph. Its own ``ptr`` decides
+#   the graphs (empty graphs anywhere, the last ones included); without ``ptr``, its
+#   ``num_graphs`` and the ``batch`` vector do. ``batch.max() + 1`` is the last resort, and the
+#   only reading under which trailing empty graphs cannot be seen. A ``ptr`` that contradicts the
+#   ``batch`` vector, ``num_graphs`` or ``num_nodes``, and an edge joining two graphs, are refused.
+# * ``edge_weight`` (E,) holds the entries of A on the edges, for every entry point; ``edge_attr``
+#   (edge features) is not part of A and is ignored with a warning.
+# * a list or tuple, a 3-D array (G, n, n) and a ``.g6`` file are several graphs; everything else
+#   (a Graph, a 2-D adjacency, a networkx graph, a name or graph6 string) is one graph.
+
+
+def _numpy(v: Any) -> np.ndarray:
+    if hasattr(v, "detach"):
+        v = v.detach().cpu().numpy()
+    return np.asarray(v)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``None`` (PyG's ``Data`` raises AttributeError for keys it lacks)."""
+    try:
+        return getattr(obj, name, None)
+    except (AttributeError, KeyError, RuntimeError):
+        return None
+
+
+def is_pyg_like(obj: Any) -> bool:
+    """A PyG ``Data``/``Batch`` or anything shaped like one (it has an ``edge_index``)."""
+    return not isinstance(obj, Graph) and _attr(obj, "edge_index") is not None
+
+
+def pyg_layout(data: Any) -> tuple[int, np.ndarray | None]:
+    """The number of nodes and the node offsets ``ptr`` (G+1,) of a PyG-like object, ``None``
+    for a single graph (no ``ptr``, no ``batch`` vector). See the rule above."""
+    ei = _numpy(data.edge_index)
+    ptr_given, vec_given = _attr(data, "ptr"), _attr(data, "batch")
+    ng = _attr(data, "num_graphs")
+    ng = int(ng) if isinstance(ng, (int, np.integer)) or hasattr(ng, "item") else None
+    n_given = _attr(data, "num_nodes")
+    ptr = None if ptr_given is None else _numpy(ptr_given)
+    vec = None if vec_given is None else _numpy(vec_given)
+    if n_given is not None:
+        n = int(n_given)
+    elif ptr is not None and ptr.size:
+        n = int(ptr[-1])
+    elif vec is not None:
+        n = int(vec.size)
+    else:
+        n = int(ei.max()) + 1 if ei.size else 0
+    if vec is not None:
+        if vec.ndim != 1 or (vec.size and not np.issubdtype(vec.dtype, np.integer)):
+            raise GraphError(
+                f"batch vector must be 1-D integers, got {vec.dtype} {vec.shape}", "batch"
+            )
+        if vec.size != n:
+            raise GraphError(
+                f"batch vector has {vec.size} entries but there are {n} nodes", "batch"
+            )
+        if vec.size and bool((vec[1:] < vec[:-1]).any()):
+            raise GraphError("batch vector must be sorted (nodes grouped by graph)", "batch")
+        if vec.size and int(vec[0]) < 0:
+            raise GraphError(f"batch vector holds graph {int(vec[0])}", "batch")
+    if ptr is None and vec is None:
+        return n, None
+    if ptr is None:
+        assert vec is not None
+        g = ng if ng is not None else (int(vec[-1]) + 1 if vec.size else 0)
+        if vec.size and int(vec[-1]) >= g:
+            raise GraphError(
+                f"batch vector names graph {int(vec[-1])} but num_graphs is {g}", "batch"
+            )
+        ptr = np.zeros(g + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.bincount(vec.astype(np.int64), minlength=g))
+        return n, ptr
+    if ptr.ndim != 1 or ptr.size < 1 or (ptr.size and not np.issubdtype(ptr.dtype, np.integer)):
+        raise GraphError(f"ptr must be a 1-D integer vector, got {ptr.dtype} {ptr.shape}", "batch")
+    ptr = ptr.astype(np.int64)
+    if int(ptr[0]) != 0 or bool((ptr[1:] < ptr[:-1]).any()) or int(ptr[-1]) != n:
+        raise GraphError(
+            f"ptr {_short(ptr)} is not a list of node offsets from 0 to the {n} nodes", "batch"
+        )
+    if ng is not None and ng != ptr.size - 1:
+        raise GraphError(f"ptr has {ptr.size - 1} graphs but num_graphs is {ng}", "batch")
+    if vec is not None:
+        want = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        if not np.array_equal(vec, want):
+            i = int(np.flatnonzero(vec != want)[0])
+            raise GraphError(
+                f"ptr {_short(ptr)} contradicts the batch vector: node {i} is in graph "
+                f"{int(vec[i])} by the batch vector but in graph {int(want[i])} by ptr",
+                "batch",
+            )
+    return n, ptr
+
+
+def _short(v: np.ndarray) -> str:
+    items = v.tolist()
+    return str(items) if len(items) <= 8 else f"[{', '.join(map(str, items[:6]))}, ...]"
+
+
+def edge_weights(data: Any, num_edges: int, where: str | None = "batch") -> np.ndarray | None:
+    """A PyG-like object's ``edge_weight`` as a numpy vector of A's entries (checked: one finite
+    number per edge), or ``None``; warns that ``edge_attr`` is ignored."""
+    if _attr(data, "edge_attr") is not None:
+        import warnings
+
+        warnings.warn(
+            "edge_attr is ignored: A is read from edge_index, with edge_weight as its entries",
+            stacklevel=3,
+        )
+    w = _attr(data, "edge_weight")
+    return None if w is None else check_edge_weight(_numpy(w), num_edges, where)
+
+
+def check_edge_weight(w: np.ndarray, num_edges: int, where: str | None) -> np.ndarray:
+    """``w`` as (E,) numbers; a wrong length, non-numbers, NaN or ±inf are a GraphError."""
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.ndim != 1 or w.shape[0] != num_edges:
+        raise GraphError(
+            f"edge_weight must have one entry per edge ({num_edges}), got shape {w.shape}", where
+        )
+    if w.dtype == bool:
+        w = w.astype(np.int64)
+    if not np.issubdtype(w.dtype, np.number) or np.issubdtype(w.dtype, np.complexfloating):
+        raise GraphError(f"edge_weight must hold real numbers, got {w.dtype}", where)
+    if np.issubdtype(w.dtype, np.floating):
+        bad = ~np.isfinite(w)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise GraphError(
+                f"edge_weight of edge {k} is {w[k]} (NaN and ±inf are not weights)", where
+            )
+        if np.array_equal(w, np.round(w)) and (not w.size or np.abs(w).max() < 2**53):
+            w = w.astype(np.int64)  # whole-number weights stay exact
+    return w
+
+
+def _pyg_graphs(data: Any) -> list[Graph]:
+    """The graphs of a PyG-like batch, split by :func:`pyg_layout` (edges between graphs
+    refused), with their features and edge weights."""
+    n, ptr = pyg_layout(data)
+    assert ptr is not None
+    ei = _numpy(data.edge_index)
+    if ei.ndim != 2 or ei.shape[0] != 2:
+        raise GraphError(f"edge_index must have shape (2, E), got {ei.shape}", "batch")
+    if ei.size and not np.issubdtype(ei.dtype, np.integer):
+        raise GraphError(f"edge_index must hold integers, got dtype {ei.dtype}", "batch")
+    ei = ei.astype(np.int64)
+    if ei.size and (ei.min() < 0 or ei.max() >= n):
+        bad = int(ei.max()) if ei.max() >= n else int(ei.min())
+        raise GraphError(f"edge_index refers to node {bad} but the batch has {n} nodes", "batch")
+    w = edge_weights(data, ei.shape[1])
+    x = _attr(data, "x")
+    x = None if x is None else _numpy(x)
+    if x is not None and (x.ndim == 0 or x.shape[0] != n):
+        raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    # ptr[g] <= node < ptr[g + 1]: the last offset not above the node (empty graphs skipped)
+    gid = np.searchsorted(ptr, ei, side="right") - 1
+    cross = gid[0] != gid[1]
+    if cross.any():
+        k = int(np.flatnonzero(cross)[0])
+        raise GraphError(
+            f"edge ({ei[0, k]}, {ei[1, k]}) joins graph #{gid[0, k]} to graph #{gid[1, k]}",
+            "batch",
+        )
+    order = np.argsort(gid[0], kind="stable")
+    bounds = np.searchsorted(gid[0][order], np.arange(ptr.size))
+    out = []
+    for g in range(ptr.size - 1):
+        lo, hi = int(ptr[g]), int(ptr[g + 1])
+        sel = order[bounds[g] : bounds[g + 1]]
+        out.append(
+            from_edge_index(
+                ei[:, sel] - lo,
+                hi - lo,
+                edge_weight=None if w is None else w[sel],
+                name=f"#{g}",
+                x=None if x is None else x[lo:hi],
+                allow_weights=w is not None,
+            )
+        )
+    return out
 
 
 def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
     """Coerce ``obj`` to a :class:`Graph`.
 
     Accepts a Graph, a numpy/scipy/torch adjacency, a networkx graph, a PyG-like object with
-    ``edge_index`` (and ``num_nodes``), or a string: a built-in name or a graph6 string.
+    ``edge_index`` (and ``num_nodes``, ``edge_weight`` read as A's entries), or a string: a
+    built-in name or a graph6 string. A batch of several graphs is refused: see
+    :func:`as_graphs`.
     """
     if isinstance(obj, Graph):
         return obj if name is None else obj.with_name(name)
@@ -435,15 +630,20 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
             if not obj.is_directed():
                 a[index[v], index[u]] = w
         return from_adjacency(a, name=name or (obj.name or None), **options)
-    if hasattr(obj, "edge_index"):
-        n = getattr(obj, "num_nodes", None)
-        return from_edge_index(
-            obj.edge_index,
-            int(n) if n is not None else None,
-            x=getattr(obj, "x", None),
-            name=name,
-            **options,
-        )
+    if is_pyg_like(obj):
+        n, ptr = pyg_layout(obj)
+        if ptr is not None:
+            if ptr.size != 2:
+                raise GraphError(
+                    f"a batch of {ptr.size - 1} graphs is not one graph: use as_graphs", name
+                )
+            return _pyg_graphs(obj)[0].with_name(name)
+        ei = _numpy(obj.edge_index)
+        # located as the runtime locates it, so every entry point gives the same message
+        w = edge_weights(obj, ei.shape[1] if ei.ndim == 2 else 0, name or "batch")
+        if w is not None:
+            options.setdefault("allow_weights", True)
+        return from_edge_index(ei, n, edge_weight=w, x=_attr(obj, "x"), name=name, **options)
     if obj is None or np.ndim(obj) == 0:
         raise GraphError(
             f"cannot make a graph from {type(obj).__name__}: give an adjacency matrix, an "
@@ -453,15 +653,37 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
     return from_adjacency(obj, name=name, **options)
 
 
+def is_one_graph(obj: Any) -> bool:
+    """Whether ``obj`` stands for one graph (one value) rather than several (see the rule
+    above): lists, tuples, 3-D arrays, ``.g6`` files and PyG-like batches are several."""
+    if isinstance(obj, (Graph, str)) and not _is_g6_path(obj):
+        return True
+    if _is_g6_path(obj) or isinstance(obj, (list, tuple)):
+        return False
+    if _is_networkx(obj):
+        return True
+    if is_pyg_like(obj):
+        return pyg_layout(obj)[1] is None
+    nd = getattr(obj, "ndim", None)
+    if isinstance(nd, int):
+        return nd != 3
+    return not isinstance(obj, Iterable) or isinstance(obj, Mapping)
+
+
+def _is_g6_path(obj: Any) -> bool:
+    return isinstance(obj, os.PathLike) or (isinstance(obj, str) and obj.endswith(".g6"))
+
+
 def as_graphs(objs: Any) -> list[Graph]:
-    """A list of graphs from a single graph-like object or an iterable of them."""
-    if isinstance(objs, (Graph, str)) or _is_networkx(objs) or hasattr(objs, "edge_index"):
+    """The graphs ``objs`` stands for: one when :func:`is_one_graph`, else each of a list, of a
+    3-D array (G, n, n), of a ``.g6`` file or of a PyG-like batch."""
+    if _is_g6_path(objs):
+        return read_graph6(objs)
+    if is_pyg_like(objs):
+        return _pyg_graphs(objs) if pyg_layout(objs)[1] is not None else [as_graph(objs)]
+    if is_one_graph(objs):
         return [as_graph(objs)]
-    if isinstance(objs, np.ndarray) and objs.ndim == 2:
-        return [as_graph(objs)]
-    if isinstance(objs, Iterable):
-        return [as_graph(o) for o in objs]
-    return [as_graph(objs)]
+    return [as_graph(o) for o in objs]
 
 
 def _is_networkx(obj: Any) -> bool:

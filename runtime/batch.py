@@ -16,7 +16,14 @@ import numpy as np
 import torch
 
 from matlang.errors import GraphError
-from matlang.graphs import Graph, as_graph, as_graphs
+from matlang.graphs import (
+    Graph,
+    as_graphs,
+    edge_weights,
+    is_pyg_like,
+    node_features,
+    pyg_layout,
+)
 from runtime.sparse import is_coalesced, row_pointers
 
 
@@ -233,9 +240,7 @@ class Batch:
         )
         x = None
         if graphs and all(g.x is not None for g in graphs):
-            x = torch.cat(
-                [torch.as_tensor(np.asarray(g.x).reshape(g.num_nodes, -1)) for g in graphs]
-            )
+            x = torch.cat([torch.as_tensor(node_features(np.asarray(g.x))) for g in graphs])
             if dtype is not None:
                 x = x.to(dtype)
         ew = torch.cat(weights) if weighted else None
@@ -281,47 +286,70 @@ def _graph_from_local(ei: torch.Tensor, n: int, w: torch.Tensor | None, name: st
 
 
 def as_batch(obj: Any, *, validate: bool = True) -> Batch:
-    """Coerce ``obj`` to a :class:`Batch` (see module docstring)."""
+    """Coerce ``obj`` to a :class:`Batch` (see module docstring).
+
+    What is a batch follows the one rule of :mod:`matlang.graphs` (shared with the exact
+    evaluator): a PyG-like object by its own ``ptr`` (:func:`~matlang.graphs.pyg_layout`),
+    a list, a 3-D array or a ``.g6`` file as several graphs, anything else as one graph.
+    Compiled modules and models read A as a simple undirected graph, possibly weighted: a
+    directed graph or one with self-loops is refused (the exact evaluator takes them)."""
     if isinstance(obj, Batch):
         return obj.validate() if validate else obj
-    if hasattr(obj, "edge_index") and not isinstance(obj, Graph):
+    if is_pyg_like(obj):
         b = _from_pyg(obj)
         return b.validate() if validate else b
-    graphs = as_graphs(obj) if not isinstance(obj, Graph) else [as_graph(obj)]
+    graphs = as_graphs(obj)
+    for g in graphs:
+        _check_simple(g)
     return Batch.from_graphs(graphs)
 
 
+def _check_simple(g: Graph) -> None:
+    """A Graph built with ``allow_directed``/``allow_self_loops`` is refused: the compiler's
+    lowering reads A as symmetric (Aᵀ = A) without loops."""
+    a = g.adjacency
+    loops = np.flatnonzero(np.diagonal(a))
+    if loops.size:
+        raise GraphError(
+            f"self-loop at node {int(loops[0])}: compiled modules and models take graphs "
+            "without self-loops (matlang.evaluate takes them)",
+            g.label(),
+        )
+    if not np.array_equal(a, a.T):
+        i, j = (int(v) for v in np.argwhere(a != a.T)[0])
+        raise GraphError(
+            f"the graph is directed (entry ({i}, {j}) is {a[i, j].item()!r} but ({j}, {i}) is "
+            f"{a[j, i].item()!r}): compiled modules and models read A as symmetric "
+            "(matlang.evaluate takes directed graphs)",
+            g.label(),
+        )
+
+
 def _from_pyg(data: Any) -> Batch:
-    """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`."""
+    """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`: its graphs are those of
+    :func:`~matlang.graphs.pyg_layout` (its own ``ptr``, empty graphs anywhere)."""
     ei = torch.as_tensor(data.edge_index)
     if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
         # a cast would silently truncate node ids such as 0.5
         raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
     ei = ei.to(torch.int64)
-    n = getattr(data, "num_nodes", None)
-    if n is None:
-        n = int(ei.max()) + 1 if ei.numel() else 0
-    n = int(n)
-    b = getattr(data, "batch", None)
-    if b is None:
-        b = torch.zeros(n, dtype=torch.int64)
-    else:
-        b = torch.as_tensor(b).to(torch.int64)
-    if b.numel() != n:
-        raise GraphError(f"batch vector has {b.numel()} entries but there are {n} nodes", "batch")
-    if b.numel() and bool((b[1:] < b[:-1]).any()):
-        raise GraphError("batch vector must be sorted (nodes grouped by graph)", "batch")
-    g = int(b.max()) + 1 if b.numel() else 0
-    counts = torch.bincount(b, minlength=g)
-    ptr = torch.zeros(g + 1, dtype=torch.int64)
-    ptr[1:] = torch.cumsum(counts, 0)
-    x = getattr(data, "x", None)
-    ew = getattr(data, "edge_weight", None)
-    return Batch(
-        ei,
-        b,
-        ptr,
-        None if x is None else torch.as_tensor(x),
-        None if ew is None else torch.as_tensor(ew),
-        (),
+    n, offsets = pyg_layout(data)
+    if offsets is None:  # one graph
+        offsets = np.array([0, n], dtype=np.int64)
+    ptr = torch.from_numpy(offsets).to(ei.device)
+    b = torch.repeat_interleave(
+        torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
     )
+    x = getattr(data, "x", None)
+    x = None if x is None else torch.as_tensor(x)
+    if x is not None and x.dim() == 1:  # one feature per node
+        x = x.unsqueeze(-1)
+    if x is not None and (x.dim() == 0 or x.shape[0] != n):
+        raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    w = None
+    if edge_weights(data, int(ei.shape[1])) is not None:  # checked: one finite number per edge
+        # the caller's tensor itself (a learned weight keeps its gradient)
+        w = torch.as_tensor(data.edge_weight).reshape(int(ei.shape[1]))
+    return Batch(ei, b, ptr, x, w, ())

@@ -144,7 +144,8 @@ def input_features(batch: Batch, in_dim: int, dtype: torch.dtype) -> Tensor:
     if batch.x is None:
         x = torch.ones(batch.num_nodes, 1, dtype=dtype, device=batch.edge_index.device)
     else:
-        x = batch.x.reshape(batch.num_nodes, -1).to(dtype)
+        # (N, d); flatten(1) rather than reshape(N, -1), ambiguous for a batch of no nodes
+        x = (batch.x.unsqueeze(-1) if batch.x.dim() == 1 else batch.x.flatten(1)).to(dtype)
     if x.shape[1] != in_dim:
         raise GraphError(
             f"the model expects {in_dim} node feature(s) but the batch has {x.shape[1]}"

@@ -58,7 +58,7 @@ def channel_map(linear: nn.Linear, h: Tensor) -> Tensor:
         if linear.bias is None
         else torch.addmm(linear.bias[:, None], linear.weight, flat)
     )
-    return out.view(-1, *h.shape[1:])
+    return out.view(linear.out_features, *h.shape[1:])  # not -1: h may have no entries
 
 
 def masked_reduce(h: Tensor, mask: Tensor, kind: str) -> Tensor:
