@@ -344,7 +344,8 @@ def _check_op(plan: Plan, k: int, s: Step, params: set[str], fail: Any) -> None:
         flipped = (steps[dst].op == "flip" and steps[dst].args[0] == src) or (
             steps[src].op == "flip" and steps[src].args[0] == dst
         )
-        if not flipped and not (src == dst and steps[dst].op == "identity"):
+        # I and ∅ are their own transposes: values on them are read in place
+        if not flipped and not (src == dst and steps[dst].op in ("identity", "empty")):
             raise fail(k, "transpose needs values on the flipped mask")
     if s.op == "as_edge" and steps[s.args[1]].op != "identity":
         raise fail(k, "as_edge targets the identity mask")
