@@ -14,6 +14,7 @@ from compiler.lower import lower
 from compiler.plan import Plan, render
 from matlang import ast
 from matlang.errors import MatlangError
+from matlang.parser import as_program
 
 if TYPE_CHECKING:  # torch is imported when a module is built, not with `import matlang`
     import torch
@@ -67,7 +68,7 @@ def compile(  # noqa: A001 - the public name the design asks for
 
     if backend is not None:
         sparse.resolve_backend(backend)
-    plan = lower(source, dense=dense, weights=weights)
+    plan = lower(as_program(source), dense=dense, weights=weights)
     return CompiledModule(
         plan,
         dtype=_dtype(dtype),
@@ -82,7 +83,7 @@ def explain(source: Any, *, dense: bool = False, weights: str = "literals") -> s
     """The plan of ``source`` and its cost model, as text (what ``--explain`` prints)."""
     from compiler.cost import describe
 
-    plan = lower(source, dense=dense, weights=weights)
+    plan = lower(as_program(source), dense=dense, weights=weights)
     return render(plan) + "\n" + describe(plan)
 
 

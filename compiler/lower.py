@@ -43,6 +43,7 @@ from compiler.support import (
     function_facts,
 )
 from matlang import ast
+from matlang.algebra import Coeff, is_outer, is_symmetric, product_factors, transposed
 from matlang.errors import CompileError, SourceError
 
 
@@ -60,67 +61,10 @@ class MaskRef:
     support: Support
 
 
-Coeff = tuple[str, "ast.Expr | None"]  # ("mul" | "div", scalar) or ("neg", None)
-
-
 def _text(e: ast.Expr) -> str:
     from matlang.printer import to_text
 
     return to_text(e, definitions=False)
-
-
-def _T(e: ast.Expr) -> ast.Expr:
-    """The transpose of ``e``, simplified at the top: (Xᵀ)ᵀ = X, Aᵀ = A, diag(v)ᵀ = diag(v),
-    sᵀ = s, (v wᵀ)ᵀ = w vᵀ."""
-    if isinstance(e, ast.Transpose):
-        return e.operand
-    if e.shape.is_scalar or isinstance(e, ast.Diag):
-        return e
-    if isinstance(e, ast.Input) and e.shape.is_matrix:
-        return e  # A is symmetric (batches are validated)
-    if _is_outer(e):
-        assert isinstance(e, ast.Mul)
-        return ast.Mul(_T(e.right), _T(e.left), span=e.span)
-    return ast.Transpose(e, span=e.span)
-
-
-def _is_outer(e: ast.Expr) -> bool:
-    """``v wᵀ``: a column times a row."""
-    return (
-        isinstance(e, ast.Mul)
-        and e.left.shape.cols == "1"
-        and e.left.shape.rows == "n"
-        and (e.right.shape.rows == "1" and e.right.shape.cols == "n")
-    )
-
-
-def _symmetric(e: ast.Expr) -> bool:
-    """A structural proof that ``eᵀ = e`` (False means "not known")."""
-    if isinstance(e, (ast.Diag,)) or (isinstance(e, ast.Input) and e.shape.is_matrix):
-        return True
-    if isinstance(e, (ast.Hadamard, ast.Add, ast.Sub)):
-        return _symmetric(e.left) and _symmetric(e.right)
-    if isinstance(e, (ast.Neg,)):
-        return _symmetric(e.operand)
-    if isinstance(e, ast.Div):
-        return _symmetric(e.left)
-    if isinstance(e, ast.Power):
-        return _symmetric(e.base)
-    if isinstance(e, ast.Transpose):
-        return _symmetric(e.operand)
-    if isinstance(e, ast.Apply):
-        return all(_symmetric(a) for a in e.variable_args)
-    if isinstance(e, ast.Mul):
-        if e.left.shape.is_scalar:
-            return _symmetric(e.right)
-        if e.right.shape.is_scalar:
-            return _symmetric(e.left)
-        if _is_outer(e):
-            return _T(e.left) == e.right
-        _, fs = _flatten(e)
-        # a palindrome of mutually transposed factors: (F₁⋯Fₖ)ᵀ = Fₖᵀ⋯F₁ᵀ = F₁⋯Fₖ
-        return all(f == _T(g) or (f == g and _symmetric(f)) for f, g in zip(fs, reversed(fs)))
-    return False
 
 
 def _is_ones(e: ast.Expr) -> bool:
@@ -146,34 +90,6 @@ def _chain_text(factors: Sequence[ast.Expr]) -> str:
 def _wrapped(e: ast.Expr) -> str:
     t = _text(e)
     return t if isinstance(e, (ast.Input, ast.Diag, ast.Apply, ast.Transpose)) else f"({t})"
-
-
-def _flatten(e: ast.Expr) -> tuple[list[Coeff], list[ast.Expr]]:
-    """A matrix as ``c · F₁ F₂ ⋯ Fₖ``: scalar coefficients and a chain of factors that are
-    not products (``k = 0`` is the identity)."""
-    if isinstance(e, ast.Mul) and not _is_outer(e):
-        if e.left.shape.is_scalar:
-            c, f = _flatten(e.right)
-            return [("mul", e.left), *c], f
-        if e.right.shape.is_scalar:
-            c, f = _flatten(e.left)
-            return [("mul", e.right), *c], f
-        cl, fl = _flatten(e.left)
-        cr, fr = _flatten(e.right)
-        return cl + cr, fl + fr  # (c M)(d N) = c d (M N)
-    if isinstance(e, ast.Power):
-        c, f = _flatten(e.base)
-        return c * e.exponent, f * e.exponent  # (c M)ᵏ = cᵏ Mᵏ
-    if isinstance(e, ast.Neg):
-        c, f = _flatten(e.operand)
-        return [("neg", None), *c], f
-    if isinstance(e, ast.Div):
-        c, f = _flatten(e.left)
-        return [("div", e.right), *c], f
-    if isinstance(e, ast.Transpose):
-        c, f = _flatten(e.operand)
-        return c, [_T(x) for x in reversed(f)]  # (F₁⋯Fₖ)ᵀ = Fₖᵀ⋯F₁ᵀ
-    return [], [e]
 
 
 class Lowering:
@@ -302,35 +218,20 @@ class Lowering:
         """The mask on which the matrix ``e`` is materialised (raises when it is full)."""
         return self.mask(sup.mask_for(e, allow_full=self.dense, why=why, infer=self.infer))
 
-    def _chain_support(self, factors: Sequence[ast.Expr]) -> Support:
-        out: Support = sup.I
-        for f in factors:
-            out = sup.compose(out, self.infer(f))
-        return out
-
     def chain_mask(self, factors: Sequence[ast.Expr], origin: ast.Expr) -> MaskRef:
         """The mask of the product ``F₁⋯Fₖ`` (raises when it is full)."""
-        return self._resolve(self._chain_support(factors), origin)
+        return self._resolve(self.infer.chain(factors), origin)
 
     def _meet_mask(
         self, left: Sequence[ast.Expr], right: Sequence[ast.Expr], origin: ast.Expr
     ) -> MaskRef:
-        s = sup.meet(self._chain_support(left), self._chain_support(right))
-        return self._resolve(s, origin)
+        return self._resolve(sup.meet(self.infer.chain(left), self.infer.chain(right)), origin)
 
     def _resolve(self, s: Support, origin: ast.Expr) -> MaskRef:
-        try:
-            chosen = sup.choose_mask(s, allow_full=self.dense)
-        except ValueError as found:
-            full = getattr(found, "full", sup.Full())
-            raise sup.full_mask_error(origin, full, "must be materialised") from None
-        return self.mask(chosen)
+        return self.mask(sup.resolve_mask(s, origin, allow_full=self.dense))
 
     def _order(self, s: Support) -> float:
-        try:
-            return sup.order(sup.choose_mask(s, allow_full=self.dense))
-        except ValueError:
-            return float("inf")
+        return sup.mask_order(s, allow_full=self.dense)
 
     # -- sentences ----------------------------------------------------------------------------
     def sentence(self, e: ast.Expr, name: str) -> Output:
@@ -473,7 +374,7 @@ class Lowering:
     # -- matrix × vector ----------------------------------------------------------------------
     def matvec(self, m: ast.Expr, h: int, transpose: bool) -> int:
         """``M h`` (``Mᵀ h`` when ``transpose``) without materialising ``M`` where possible."""
-        if isinstance(m, ast.Input) or isinstance(m, ast.Diag) or _symmetric(m):
+        if isinstance(m, ast.Input) or isinstance(m, ast.Diag) or is_symmetric(m):
             transpose = False  # Mᵀ = M
         key = ("matvec", m, h, transpose)
         hit = self._memo.get(key)
@@ -503,7 +404,7 @@ class Lowering:
                 return self._scale(self.scalar(m.left), self.matvec(m.right, h, t), note)
             if m.right.shape.is_scalar:
                 return self._scale(self.scalar(m.right), self.matvec(m.left, h, t), note)
-            if _is_outer(m):
+            if is_outer(m):
                 v, w = self.vec(m.left), self.vec(m.right)
                 if t:
                     v, w = w, v  # (v wᵀ)ᵀ = w vᵀ
@@ -580,14 +481,14 @@ class Lowering:
             self._check_apply(m)
             args = [self.diagonal(a) for a in m.variable_args]  # diag f(M) = f(diag M)
             return self.emit("apply", *args, fn=self._function(m), note=note)
-        coeffs, factors = _flatten(m)
+        coeffs, factors = product_factors(m)
         return self._coefficients(coeffs, self._chain_diagonal(factors, m), note)
 
     def _chain_diagonal(self, factors: list[ast.Expr], origin: ast.Expr) -> int:
         if not factors:
             return self.emit("ones")  # diag(I) = 𝟏
         for p, f in enumerate(factors):
-            if _is_outer(f):
+            if is_outer(f):
                 assert isinstance(f, ast.Mul)
                 # diag(L v wᵀ R) = (L v) ⊙ (Rᵀ w)
                 left = self._chain_matvec(factors[:p], self.vec(f.left))
@@ -606,7 +507,7 @@ class Lowering:
             return self.diagonal(factors[0])
         j = self._best_split(factors, diagonal=True)
         head, tail = factors[:j], factors[j:]
-        tail_t = [_T(f) for f in reversed(tail)]
+        tail_t = [transposed(f) for f in reversed(tail)]
         s = self._meet_mask(head, tail_t, origin)
         # diag(L R)_i = Σ_k L_ik R_ki = Σ_k L_ik (Rᵀ)_ik, on any mask ⊇ supp L ∩ supp Rᵀ
         prod = self.emit(
@@ -653,7 +554,7 @@ class Lowering:
         step = self.b.steps[s.register]
         if step.op == "flip":
             inner = MaskRef(step.args[0], sup.flip(s.support))
-            if _symmetric(m):
+            if is_symmetric(m):
                 # M = Mᵀ: M on Sᵀ holds the numbers of M on S
                 return self.emit("transpose", self.values(m, inner), s.register, note=note)
             if inner.support == s.support:
@@ -684,12 +585,12 @@ class Lowering:
             self._check_apply(m)
             args = [self.values(a, s) for a in m.variable_args]
             return self.emit("apply", *args, fn=self._function(m), note=note)
-        if _is_outer(m):  # (v wᵀ)|S = v_i w_j
+        if is_outer(m):  # (v wᵀ)|S = v_i w_j
             assert isinstance(m, ast.Mul)
             v = self.emit("gather_row", self.vec(m.left), s.register)
             w = self.emit("gather_col", self.vec(m.right), s.register)
             return self.emit("mul", v, w, note=note)
-        coeffs, factors = _flatten(m)
+        coeffs, factors = product_factors(m)
         if not coeffs and factors == [m]:  # pragma: no cover - every matrix node has a rule
             raise LoweringError(f"no rule to materialise {type(m).__name__}", m.span)
         return self._coefficients(coeffs, self._chain_values(factors, s, m), note)
@@ -708,7 +609,7 @@ class Lowering:
         if len(factors) == 1:
             return self.values(factors[0], s)
         for p, f in enumerate(factors):
-            if _is_outer(f):
+            if is_outer(f):
                 assert isinstance(f, ast.Mul)
                 # (L v wᵀ R)_ij = (L v)_i (Rᵀ w)_j
                 left = self._chain_matvec(factors[:p], self.vec(f.left))
@@ -746,7 +647,7 @@ class Lowering:
             fs = fs[1:]
         while fs and isinstance(fs[-1], ast.Diag):
             fs = fs[:-1]
-        if len(fs) < 2 or any(_is_outer(f) for f in fs):
+        if len(fs) < 2 or any(is_outer(f) for f in fs):
             out = (0.0, 0.0)  # a single factor, or matrix-vector products only
         else:
             out = min(self._split_costs(fs, diagonal=False))[:2]
@@ -760,13 +661,13 @@ class Lowering:
         for j in range(1, len(fs)):
             left, right = tuple(fs[:j]), tuple(fs[j:])
             if diagonal:  # L and Rᵀ on one mask ⊇ supp L ∩ supp Rᵀ
-                right_t = tuple(_T(f) for f in reversed(right))
-                m = self._order(sup.meet(self._chain_support(left), self._chain_support(right_t)))
+                right_t = tuple(transposed(f) for f in reversed(right))
+                m = self._order(sup.meet(self.infer.chain(left), self.infer.chain(right_t)))
                 cl, cr = self._cost(left), self._cost(right_t)
                 worst, total = max(m, cl[0], cr[0]), m + cl[1] + cr[1]
             else:  # L and R each on its own mask, then a sampled product
-                ol = self._order(self._chain_support(left))
-                orr = self._order(self._chain_support(right))
+                ol = self._order(self.infer.chain(left))
+                orr = self._order(self.infer.chain(right))
                 cl, cr = self._cost(left), self._cost(right)
                 worst = max(ol, orr, cl[0], cr[0])
                 total = ol + orr + cl[1] + cr[1]
@@ -799,47 +700,21 @@ class Lowering:
         )
 
 
-def _sentences(source: Any) -> tuple[list[tuple[ast.Expr, str]], tuple[str, ...], str | None]:
-    """(sentences with names, declared inputs, source text) from a text, Expr, Program, or a
-    list of texts / Exprs."""
-    from matlang.parser import parse_program
+def lower(program: ast.Program, *, dense: bool = False, weights: str = "literals") -> Plan:
+    """The checked :class:`Plan` of the sentences of ``program`` (see
+    :func:`matlang.parser.as_program` for texts, Exprs and lists).
 
-    if isinstance(source, str):
-        program = parse_program(source)
-        if not program.sentences:
-            raise CompileError("no sentence to compile (only definitions were given)")
-        named = [(s.expr, s.name or f"#{i}") for i, s in enumerate(program)]
-        return named, program.inputs, source
-    if isinstance(source, ast.Program):
-        named = [(s.expr, s.name or f"#{i}") for i, s in enumerate(source)]
-        return named, source.inputs, source.text
-    if isinstance(source, ast.Sentence):
-        return [(source.expr, source.name or "#0")], (), None
-    if isinstance(source, ast.Expr):
-        return [(source, "#0")], tuple(ast.inputs_of(source)), None
-    if isinstance(source, (list, tuple)):
-        out: list[tuple[ast.Expr, str]] = []
-        inputs: list[str] = []
-        for item in source:
-            sub, names, _ = _sentences(item)
-            for e, _name in sub:
-                out.append((e, f"#{len(out)}"))
-            inputs += [n for n in names if n not in inputs]
-        if not out:
-            raise CompileError("no sentence to compile")
-        return out, tuple(inputs), None
-    raise TypeError(f"cannot compile a {type(source).__name__}")
-
-
-def lower(source: Any, *, dense: bool = False, weights: str = "literals") -> Plan:
-    """The checked :class:`Plan` of one or more sentences.
-
-    ``source`` is a program text (one sentence per statement), an Expr, a Program, or a list of
-    those. Several sentences must all be graph-level (scalars), all node-level (vectors), or a
-    single matrix. Raises :class:`~compiler.support.FullMaskError` when a matrix that must be
+    Several sentences must all be graph-level (scalars), all node-level (vectors), or a single
+    matrix. Raises :class:`~compiler.support.FullMaskError` when a matrix that must be
     materialised has a full support (unless ``dense``), located in the text when there is one.
     """
-    sentences, inputs, text = _sentences(source)
+    if not isinstance(program, ast.Program):
+        raise TypeError(f"lower takes a Program (matlang.parser.as_program), got {type(program)}")
+    if not program.sentences:
+        only = " (only definitions were given)" if program.text is not None else ""
+        raise CompileError(f"no sentence to compile{only}")
+    sentences = [(s.expr, s.name or f"#{i}") for i, s in enumerate(program)]
+    inputs, text = program.inputs, program.text
     levels = {
         ("graph" if e.shape.is_scalar else "node" if e.shape.is_vector else "matrix")
         for e, _ in sentences

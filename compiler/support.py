@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -367,6 +367,13 @@ class SupportInference:
             return self._apply(e)
         raise TypeError(f"no support rule for {type(e).__name__}")  # pragma: no cover
 
+    def chain(self, factors: Sequence[ast.Expr]) -> Support:
+        """The support bound of the product ``F₁⋯Fₖ``: supp F₁ ∘ ⋯ ∘ supp Fₖ (I when k = 0)."""
+        out: Support = I
+        for f in factors:
+            out = compose(out, self(f))
+        return out
+
     def _apply(self, e: ast.Apply) -> Support:
         facts = function_facts(e)
         args = e.variable_args
@@ -487,6 +494,25 @@ def mask_for(
         raise full_mask_error(e, found.full, why) from None
 
 
+def resolve_mask(
+    s: Support, origin: ast.Expr, *, allow_full: bool = False, why: str = "must be materialised"
+) -> Support:
+    """The mask chosen for the support bound ``s`` of a matrix computed for ``origin``;
+    :class:`FullMaskError` (located at ``origin``) when there is none short of ``J``."""
+    try:
+        return choose_mask(s, allow_full=allow_full)
+    except ValueError as found:
+        raise full_mask_error(origin, getattr(found, "full", Full()), why) from None
+
+
+def mask_order(s: Support, *, allow_full: bool = False) -> float:
+    """The order (:func:`order`) of the mask chosen for ``s``; inf when it would be full."""
+    try:
+        return order(choose_mask(s, allow_full=allow_full))
+    except ValueError:
+        return float("inf")
+
+
 def full_mask_error(e: ast.Expr, full: Full, why: str) -> FullMaskError:
     """The error for a matrix ``e`` that ``why`` (e.g. "is multiplied with a vector") but whose
     support is full."""
@@ -550,6 +576,8 @@ __all__ = [
     "FullMaskError",
     "choose_mask",
     "mask_for",
+    "mask_order",
+    "resolve_mask",
     "full_mask_error",
     "order",
     "sizes",

@@ -287,8 +287,103 @@ def _diagonal_of_walks(chain: Chain) -> Expr | None:
     return out
 
 
+# --------------------------------------------------------------------------- the lowering's view
+
+
+#: A scalar coefficient of a product, as the lowering applies it: ``("mul", s)``,
+#: ``("div", s)`` or ``("neg", None)``.
+Coeff = tuple[str, "Expr | None"]
+
+
+def is_outer(e: Expr) -> bool:
+    """``v wᵀ``: a column times a row (a rank-one matrix)."""
+    return (
+        isinstance(e, Mul)
+        and e.left.shape.cols == "1"
+        and e.left.shape.rows == "n"
+        and (e.right.shape.rows == "1" and e.right.shape.cols == "n")
+    )
+
+
+def transposed(e: Expr) -> Expr:
+    """The transpose of ``e``, simplified at the top: (Xᵀ)ᵀ = X, sᵀ = s, diag(v)ᵀ = diag(v),
+    Aᵀ = A (A symmetric), (v wᵀ)ᵀ = w vᵀ."""
+    if isinstance(e, Transpose):
+        return e.operand
+    if e.shape.is_scalar or isinstance(e, Diag):
+        return e
+    if is_adjacency(e):
+        return e
+    if is_outer(e):
+        assert isinstance(e, Mul)
+        return Mul(transposed(e.right), transposed(e.left), span=e.span)
+    return Transpose(e, span=e.span)
+
+
+def is_symmetric(e: Expr) -> bool:
+    """A structural proof that ``eᵀ = e`` with A symmetric (False means "not known")."""
+    if isinstance(e, Diag) or is_adjacency(e):
+        return True
+    if isinstance(e, (Hadamard, Add, Sub)):
+        return is_symmetric(e.left) and is_symmetric(e.right)
+    if isinstance(e, Neg):
+        return is_symmetric(e.operand)
+    if isinstance(e, Div):
+        return is_symmetric(e.left)
+    if isinstance(e, Power):
+        return is_symmetric(e.base)
+    if isinstance(e, Transpose):
+        return is_symmetric(e.operand)
+    if isinstance(e, Apply):
+        return all(is_symmetric(a) for a in e.variable_args)
+    if isinstance(e, Mul):
+        if e.left.shape.is_scalar:
+            return is_symmetric(e.right)
+        if e.right.shape.is_scalar:
+            return is_symmetric(e.left)
+        if is_outer(e):
+            return transposed(e.left) == e.right
+        _, fs = product_factors(e)
+        # a palindrome of mutually transposed factors: (F₁⋯Fₖ)ᵀ = Fₖᵀ⋯F₁ᵀ = F₁⋯Fₖ
+        return all(
+            f == transposed(g) or (f == g and is_symmetric(f)) for f, g in zip(fs, reversed(fs))
+        )
+    return False
+
+
+def product_factors(e: Expr) -> tuple[list[Coeff], list[Expr]]:
+    """A matrix as ``c · F₁ F₂ ⋯ Fₖ`` for the lowering: the scalar coefficients as written
+    (each literal stays one coefficient) and a chain of factors that are not products, powers
+    written out, transposes pushed onto the factors, outer products ``v wᵀ`` kept whole
+    (``k = 0`` is the identity)."""
+    if isinstance(e, Mul) and not is_outer(e):
+        if e.left.shape.is_scalar:
+            c, f = product_factors(e.right)
+            return [("mul", e.left), *c], f
+        if e.right.shape.is_scalar:
+            c, f = product_factors(e.left)
+            return [("mul", e.right), *c], f
+        cl, fl = product_factors(e.left)
+        cr, fr = product_factors(e.right)
+        return cl + cr, fl + fr  # (c M)(d N) = c d (M N)
+    if isinstance(e, Power):
+        c, f = product_factors(e.base)
+        return c * e.exponent, f * e.exponent  # (c M)ᵏ = cᵏ Mᵏ
+    if isinstance(e, Neg):
+        c, f = product_factors(e.operand)
+        return [("neg", None), *c], f
+    if isinstance(e, Div):
+        c, f = product_factors(e.left)
+        return [("div", e.right), *c], f
+    if isinstance(e, Transpose):
+        c, f = product_factors(e.operand)
+        return c, [transposed(x) for x in reversed(f)]  # (F₁⋯Fₖ)ᵀ = Fₖᵀ⋯F₁ᵀ
+    return [], [e]
+
+
 __all__ = [
     "Chain",
+    "Coeff",
     "build_chain",
     "column",
     "diagonal_of",
@@ -296,11 +391,15 @@ __all__ = [
     "identity",
     "is_adjacency",
     "is_identity",
+    "is_outer",
     "is_outer_ones",
+    "is_symmetric",
     "is_zero",
     "number",
+    "product_factors",
     "ones",
     "split_outer",
     "transpose",
+    "transposed",
     "zero",
 ]

@@ -137,12 +137,12 @@ def classify(
     cannot separate would be a bug of this analysis: :class:`matlang.witness.SoundnessError` is
     raised, never reported.
     """
-    from matlang.parser import parse
+    from matlang.parser import as_expr
     from matlang.printer import to_text
     from matlang.rewrite import normalize
     from matlang.rules import RULES
 
-    e = parse(sentence) if isinstance(sentence, str) else sentence
+    e = as_expr(sentence)
     syn = fragment(e)
     norm = normalize(e, RULES)
     level = fragment(norm.expr)

@@ -348,17 +348,11 @@ def evaluate(
     and matrices as 2-D numpy arrays. Declared inputs (``input h``) come from ``inputs`` or, in
     declaration order, from the columns of the graph's node features.
     """
-    from matlang.parser import parse, parse_program
+    from matlang.parser import as_expr, as_program
 
-    order: Sequence[str] | None = None
-    if isinstance(expr, str):
-        program = parse_program(expr)
-        if len(program) != 1:
-            parse(expr)  # raises the error that says how many sentences there are
-        e = program.sentences[0].expr
-        order = program.inputs
-    else:
-        e = expr
+    program = as_program(expr)
+    e = as_expr(program)  # the error that says how many sentences there are
+    order = program.inputs
     # the one rule for what a batch is (matlang.graphs): a PyG Batch gives one value per graph
     graphs, single = as_graphs(graph), is_one_graph(graph)
     values = [

@@ -541,10 +541,19 @@ def parse_program(
 
 def parse(text: str, **kwargs: Any) -> ast.Expr:
     """The one sentence of ``text`` (after any ``let``/``input`` statements) as a typed AST."""
-    program = parse_program(text, **kwargs)
+    return _one_sentence(parse_program(text, **kwargs))
+
+
+def _one_sentence(program: ast.Program) -> ast.Expr:
+    """The expression of a program's only sentence; a syntax error (located when the program
+    has its text) when it has none or several."""
     if len(program) != 1:
+        text = program.text
         what = "none" if not program.sentences else f"{len(program)}"
-        sp = program.sentences[1].span if len(program) > 1 else Span.of(text, 0, max(1, len(text)))
+        if len(program) > 1:
+            sp = program.sentences[1].span
+        else:
+            sp = Span.of(text, 0, max(1, len(text))) if text is not None else None
         raise MatlangSyntaxError(
             f"expected exactly one sentence, found {what}",
             sp,
@@ -552,3 +561,41 @@ def parse(text: str, **kwargs: Any) -> ast.Expr:
             hint="use parse_program for several sentences" if len(program) > 1 else None,
         )
     return program.sentences[0].expr
+
+
+def as_program(source: Any) -> ast.Program:
+    """The one coercion of what a user hands in to a :class:`~matlang.ast.Program`.
+
+    A text is parsed (:func:`parse_program`); a Program is itself; a Sentence or an Expr is a
+    program of one sentence (an Expr declares the inputs it reads, in order of first use); a
+    list or tuple of these is one program of all their sentences, unnamed (a position names
+    them), with their inputs and functions in order of first appearance and no text.
+    """
+    if isinstance(source, str):
+        return parse_program(source)
+    if isinstance(source, ast.Program):
+        return source
+    if isinstance(source, ast.Sentence):
+        return ast.Program((source,))
+    if isinstance(source, ast.Expr):
+        return ast.Program((ast.Sentence(source),), inputs=tuple(ast.inputs_of(source)))
+    if isinstance(source, (list, tuple)):
+        sentences: list[ast.Sentence] = []
+        functions: dict[str, Function] = {}
+        inputs: dict[str, None] = {}
+        for item in source:
+            sub = as_program(item)
+            sentences += [ast.Sentence(s.expr, None, span=s.span) for s in sub]
+            for fn in sub.functions:
+                functions.setdefault(fn.name, fn)
+            inputs.update(dict.fromkeys(sub.inputs))
+        return ast.Program(tuple(sentences), tuple(functions.values()), tuple(inputs))
+    raise TypeError(
+        "expected a program text, an Expr, a Sentence, a Program or a list of these, got "
+        f"{type(source).__name__}"
+    )
+
+
+def as_expr(source: Any) -> ast.Expr:
+    """The one sentence of :func:`as_program` ``(source)`` (an error when there are several)."""
+    return _one_sentence(as_program(source))

@@ -644,9 +644,9 @@ class Lowering:
 
 def lower_gnnml1(expr: ast.Expr | str, *, nonlinear_head: bool = True) -> Program:
     """The :class:`Program` of an L1 sentence (string or AST)."""
-    from matlang.parser import parse
+    from matlang.parser import as_expr
 
-    e = parse(expr) if isinstance(expr, str) else expr
+    e = as_expr(expr)
     return Lowering(e, nonlinear_head=nonlinear_head).program()
 
 

@@ -264,9 +264,9 @@ class Lowering3(Lowering):
 
 def lower_gnnml3(expr: ast.Expr | str, *, nonlinear_head: bool = True) -> Program:
     """The :class:`~compiler.targets.gnnml1.Program` of an L3 sentence (string or AST)."""
-    from matlang.parser import parse
+    from matlang.parser import as_expr
 
-    e = parse(expr) if isinstance(expr, str) else expr
+    e = as_expr(expr)
     return Lowering3(e, nonlinear_head=nonlinear_head).program()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
+from typing import Any
 
 import pytest
 import sympy as sp
@@ -26,6 +27,13 @@ from compiler.plan import (
     check,
     render,
 )
+from matlang.parser import as_program
+
+
+def _lowered(text: str, **kwargs: Any) -> Plan:
+    """The plan of a program text (``lower`` takes a Program)."""
+    return lower(as_program(text), **kwargs)
+
 
 P = pytest.param
 
@@ -46,7 +54,7 @@ def _ops(plan: Plan) -> list[str]:
     ],
 )
 def test_lowered_plans_pass_the_checker(text: str) -> None:
-    plan = lower(text)
+    plan = _lowered(text)
     assert check(plan) is plan
     for s in plan.steps:
         assert s.op in OPS
@@ -54,52 +62,52 @@ def test_lowered_plans_pass_the_checker(text: str) -> None:
 
 def test_common_subexpressions_are_computed_once() -> None:
     # tr(A³) = Σ_i (A ⊙ A²ᵀ)_ij: the same sampled product A²|E as the ⊙
-    plan = lower("tr(A³) + 𝟏ᵀ (A ⊙ A²) 𝟏 + 𝟏ᵀ (A ⊙ A²) 𝟏")
+    plan = _lowered("tr(A³) + 𝟏ᵀ (A ⊙ A²) 𝟏 + 𝟏ᵀ (A ⊙ A²) 𝟏")
     assert _ops(plan).count("sampled") == 1
     assert _ops(plan).count("edges") == 1
     assert _ops(plan).count("adjacency") == 1
-    plan = lower("𝟏ᵀ (A ⊙ A²)² 𝟏")
+    plan = _lowered("𝟏ᵀ (A ⊙ A²)² 𝟏")
     assert _ops(plan).count("sampled") == 1
     assert _ops(plan).count("propagate") == 2
 
 
 def test_step_lists_of_known_sentences() -> None:
-    assert _ops(lower("𝟏ᵀ (A ⊙ A²)² 𝟏")) == [
+    assert _ops(_lowered("𝟏ᵀ (A ⊙ A²)² 𝟏")) == [
         "ones", "edges", "adjacency", "sampled", "mul", "propagate", "propagate", "readout",
     ]  # fmt: skip
     # diag(A⁴)_i = Σ_j (A²)_ij (A²)_ji on the 2-hop mask
-    assert _ops(lower("tr(A⁴)")) == [
+    assert _ops(_lowered("tr(A⁴)")) == [
         "edges", "compose", "adjacency", "sampled", "mul", "row_sum", "readout",
     ]  # fmt: skip
     # (v wᵀ) h = v (wᵀ h): a readout broadcast back, nothing n×n
-    ops = _ops(lower("A 𝟏 𝟏ᵀ A 𝟏"))
+    ops = _ops(_lowered("A 𝟏 𝟏ᵀ A 𝟏"))
     assert "readout" in ops and "broadcast" in ops and "full" not in ops
 
 
 def test_layers() -> None:
-    assert lower("A³ 𝟏").layers() == 3
-    assert lower("𝟏ᵀ (A ⊙ A²)² 𝟏").layers() == 3
-    assert lower("tr(A³)").layers() == 1
-    assert lower("diag(𝟏) 𝟏").layers() == 0
+    assert _lowered("A³ 𝟏").layers() == 3
+    assert _lowered("𝟏ᵀ (A ⊙ A²)² 𝟏").layers() == 3
+    assert _lowered("tr(A³)").layers() == 1
+    assert _lowered("diag(𝟏) 𝟏").layers() == 0
 
 
 def test_literals_are_parameters_at_their_exact_value() -> None:
-    plan = lower("(tr(A⁴) + tr(A²) - 2 𝟏ᵀ A² 𝟏) / 8")
+    plan = _lowered("(tr(A⁴) + tr(A²) - 2 𝟏ᵀ A² 𝟏) / 8")
     assert [(p.name, p.value) for p in plan.params] == [("c0", 2), ("c1", 8)]
     assert "the literal 2 at 1:20" in plan.params[0].note
-    plan = lower("(1/6) tr(A³)")
+    plan = _lowered("(1/6) tr(A³)")
     assert [p.value for p in plan.params] == [1, 6]
 
 
 def test_weights_all_adds_mixing_and_support_weights() -> None:
-    plan = lower("𝟏ᵀ A 𝟏 + tr(A²)", weights="all")
+    plan = _lowered("𝟏ᵀ A 𝟏 + tr(A²)", weights="all")
     names = sorted(p.name for p in plan.params)
     assert names == ["a0", "w0", "w1"]
     assert all(p.value == 1 for p in plan.params)
 
 
 def test_steps_and_plans_are_immutable() -> None:
-    plan = lower("tr(A³)")
+    plan = _lowered("tr(A³)")
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.steps[0].op = "ones"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -117,7 +125,7 @@ def test_builder_hash_conses() -> None:
 
 
 def test_render_shows_steps_masks_parameters_and_outputs() -> None:
-    text = render(lower("let f(x) = x*(x-1)/2; 𝟏ᵀ f(A ⊙ A²) 𝟏 / 2"))
+    text = render(_lowered("let f(x) = x*(x-1)/2; 𝟏ᵀ f(A ⊙ A²) 𝟏 / 2"))
     assert "parameters: c0 = 2 (the literal 2 at" in text
     assert "functions: f(x) = x*(x - 1)/2" in text
     assert "m1 = edges()" in text and "# mask E" in text
