@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check
 from matlang.errors import EvaluationError, GraphError, MatlangError
-from matlang.functions import lower as lower_formula
+from matlang.functions import numeric
 from runtime import sparse
 from runtime.batch import Batch, as_batch
 from runtime.masks import (
@@ -169,7 +169,7 @@ class CompiledModule(nn.Module):
             else []
         )
         self._functions: list[Callable[..., Any]] = [
-            lower_formula(f.formula, f.symbols, "torch") for f in plan.functions
+            numeric(f.formula, f.symbols, "torch") for f in plan.functions
         ]
         last = plan.last_use()
         self._frees: list[list[int]] = [[] for _ in plan.steps]

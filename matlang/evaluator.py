@@ -22,7 +22,7 @@ import numpy as np
 
 from matlang import ast
 from matlang.errors import EvaluationError, GraphError
-from matlang.functions import lower, polynomial_degree
+from matlang.functions import numeric, polynomial_degree
 from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
@@ -37,7 +37,7 @@ def _lowered(formula: Any, symbols: tuple[Any, ...], exact: bool) -> tuple[Any, 
     same function is applied on every graph)."""
     degree = polynomial_degree(formula, symbols)
     backend = "exact" if exact and degree is not None else "numpy"
-    return lower(formula, symbols, backend), degree
+    return numeric(formula, symbols, backend), degree
 
 
 def _maxabs(x: np.ndarray) -> int | float:

@@ -1,7 +1,7 @@
-"""Pointwise functions as sympy formulas: built-ins, user definitions, facts, and lowering.
+"""Pointwise functions as sympy formulas: built-ins, user definitions, facts, numeric callables.
 
 A :class:`Function` is a named sympy formula in its parameters. sympy answers what the compiler
-asks (does f(0) vanish? is f a polynomial, of what degree?) and :func:`lower` turns a formula
+asks (does f(0) vanish? is f a polynomial, of what degree?) and :func:`numeric` turns a formula
 into a callable over numpy arrays, torch tensors, or exact Python numbers.
 """
 
@@ -125,7 +125,7 @@ BUILTINS: dict[str, Function] = {
 RESERVED = frozenset({"tr", "diag", "let", "input", "ones", "A", "I", "deg", "L"})
 
 
-#: sympy node types :func:`lower` can compute (anything else is refused when a function is
+#: sympy node types :func:`numeric` can compute (anything else is refused when a function is
 #: defined, so evaluation never meets a formula it cannot lower).
 _LOWERABLE: tuple[type, ...] = (
     sp.Symbol,
@@ -170,7 +170,7 @@ _FORMULA_HINT = (
 
 
 def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
-    """Why :func:`lower` cannot compute ``formula`` (None when it can).
+    """Why :func:`numeric` cannot compute ``formula`` (None when it can).
 
     ``binomial(x, k)`` is only computable for a literal integer ``k >= 0``; with
     ``call_site=False`` (a definition, before its parameters are known) that is not checked yet.
@@ -388,7 +388,7 @@ def define(
     return Function(name, tuple(params), formula, builtin=False, source=body)
 
 
-# --------------------------------------------------------------------------- lowering
+# --------------------------------------------------------------------------- numeric callables
 
 #: A lowered formula node: computes its value from the arguments of the call.
 Node = Callable[[Sequence[Any]], Any]
@@ -506,7 +506,7 @@ class _Lowering:
         return a, b
 
 
-def lower(formula: sp.Expr, symbols: Sequence[sp.Symbol], backend: str) -> Callable[..., Any]:
+def numeric(formula: sp.Expr, symbols: Sequence[sp.Symbol], backend: str) -> Callable[..., Any]:
     """A callable ``f(*arrays)`` computing ``formula`` with ``backend`` in
     {"numpy", "torch", "exact"}; exact works on Python ints/Fractions (object arrays).
 

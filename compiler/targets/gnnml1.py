@@ -50,8 +50,7 @@ from torch import Tensor, nn
 
 from matlang import ast
 from matlang.errors import CompileError, EvaluationError
-from matlang.functions import lower as lower_formula
-from matlang.functions import polynomial_degree
+from matlang.functions import numeric, polynomial_degree
 from runtime import sparse
 from runtime.batch import Batch, as_batch
 from runtime.models.gnnml1 import GNNML1Conv
@@ -747,7 +746,7 @@ def evaluate_output(
         else:
             assert s.function is not None
             formula, syms = s.function
-            f = lower_formula(formula, syms, "torch")
+            f = numeric(formula, syms, "torch")
             out = f(*[poly(dict(a)) for a in s.args])
             if not isinstance(out, Tensor):
                 out = torch.full((g,), float(out), dtype=like.dtype, device=like.device)
@@ -859,7 +858,7 @@ def activate(node: VectorNode, x: Tensor, batch: Batch) -> Tensor:
     """``f(x)`` for an ``fn`` node; a non-finite value raises :class:`EvaluationError`."""
     assert node.function is not None
     formula, sym = node.function
-    out = lower_formula(formula, [sym], "torch")(x)
+    out = numeric(formula, [sym], "torch")(x)
     bad = torch.nonzero(~torch.isfinite(out))
     if bad.numel():
         k = int(bad[0])

@@ -67,7 +67,7 @@ from compiler.targets.gnnml1 import (
 )
 from matlang import ast
 from matlang.errors import CompileError, EvaluationError
-from matlang.functions import lower as lower_formula
+from matlang.functions import numeric
 from runtime import sparse
 from runtime.batch import Batch, as_batch
 from runtime.models.gnnml3 import GNNML3Conv, SupportOperator
@@ -457,7 +457,7 @@ class Materialiser:
             return self.sample(e.operand, index.flip(0))
         if isinstance(e, ast.Apply):
             formula, syms = _specialized(e)
-            f = lower_formula(formula, syms, "torch")
+            f = numeric(formula, syms, "torch")
             out = f(*[self.sample(a, index) for a in e.variable_args])
             if not isinstance(out, Tensor):
                 out = torch.full((index.shape[1],), float(out), dtype=self.dtype)

@@ -17,7 +17,7 @@ from matlang.functions import (
     BUILTINS,
     RESERVED,
     define,
-    lower,
+    numeric,
     polynomial_degree,
     unsupported,
     unsupported_call,
@@ -59,8 +59,8 @@ def test_unary_builtin(name: str) -> None:
     assert vanishes_at_zero(fn.formula, fn.symbols) is vanishes
     assert polynomial_degree(fn.formula, fn.symbols) == degree
     xs = np.array([0.5, 1.5, 2.0])
-    by_numpy = lower(fn.formula, fn.symbols, "numpy")(xs)
-    by_torch = lower(fn.formula, fn.symbols, "torch")(torch.tensor(xs))
+    by_numpy = numeric(fn.formula, fn.symbols, "numpy")(xs)
+    by_torch = numeric(fn.formula, fn.symbols, "torch")(torch.tensor(xs))
     assert by_numpy[0] == pytest.approx(value, rel=1e-12)
     assert torch.allclose(by_torch, torch.tensor(by_numpy))
     # the dense evaluator applies it entrywise (0.5 A 𝟏 on the path 0-1-2 is [0.5, 1, 0.5])
@@ -72,8 +72,8 @@ def test_two_argument_builtins() -> None:
     x, y = np.array([1.0, 5.0, -2.0]), np.array([3.0, 2.0, 0.0])
     for name, want in [("max", np.maximum(x, y)), ("min", np.minimum(x, y)), ("pow", x**y)]:
         fn = BUILTINS[name]
-        assert lower(fn.formula, fn.symbols, "numpy")(x, y).tolist() == want.tolist()
-        t = lower(fn.formula, fn.symbols, "torch")(torch.tensor(x), torch.tensor(y))
+        assert numeric(fn.formula, fn.symbols, "numpy")(x, y).tolist() == want.tolist()
+        t = numeric(fn.formula, fn.symbols, "torch")(torch.tensor(x), torch.tensor(y))
         assert t.tolist() == want.tolist()
     # a literal argument is fixed before lowering: binom(x, 3) is the cubic x(x-1)(x-2)/6
     binom3 = BUILTINS["binom"].specialize({1: Fraction(3)})
@@ -89,13 +89,13 @@ def test_two_argument_builtins() -> None:
 def test_exact_lowering() -> None:
     x = sp.Symbol("x")
     objs = np.array([[0], [3], [10**30]], dtype=object)
-    cubic = lower(sp.binomial(x, 3), [x], "exact")(objs)
+    cubic = numeric(sp.binomial(x, 3), [x], "exact")(objs)
     assert cubic.tolist() == [[0], [1], [(10**30) * (10**30 - 1) * (10**30 - 2) // 6]]
     assert all(isinstance(v, (int, Fraction)) for v in cubic.ravel())  # exact, never float
-    quarter = lower(x / 4, [x], "exact")(np.array([[2]], dtype=object))
+    quarter = numeric(x / 4, [x], "exact")(np.array([[2]], dtype=object))
     assert quarter[0, 0] == Fraction(1, 2)
     with pytest.raises(TypeError):
-        lower(sp.exp(x), [x], "exact")(objs)
+        numeric(sp.exp(x), [x], "exact")(objs)
 
 
 USER = [
@@ -140,7 +140,7 @@ def test_user_function_lowered_to_torch_keeps_gradients(
 ) -> None:
     """The torch lowering (built once, called many times) gives sympy's value and derivative."""
     fn = parse(f"{text}; f(A 𝟏)").function  # type: ignore[attr-defined]
-    f = lower(fn.formula, fn.symbols, "torch")
+    f = numeric(fn.formula, fn.symbols, "torch")
     (x,) = fn.symbols
     df = sp.diff(fn.formula, x)
     for point in (float(arg), float(arg) + 0.25):  # called twice: nothing consumed by a call
