@@ -8,6 +8,7 @@ tensor([4., 0.], dtype=torch.float64, grad_fn=...)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from compiler.lower import lower
@@ -88,20 +89,30 @@ def explain(source: Any, *, dense: bool = False, weights: str = "literals") -> s
 
 
 def materialise(
-    matrix: str | ast.Expr,
+    matrix: str | ast.Expr | CompiledModule,
     data: Any,
     *,
+    inputs: Mapping[str, Any] | None = None,
     dtype: Any = "float64",
     backend: str | None = None,
     dense: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """A matrix sentence computed on its inferred mask only: ``(index (2, M), values (M,))``
-    over the batch's global node ids (block-diagonal). For targets that need masked supports as
-    edge features (GNNML3)."""
-    model = compile(matrix, dtype=dtype, backend=backend, dense=dense)
+    over the batch's global node ids (block-diagonal, sorted row-major). The GNNML3 target
+    materialises its supports this way (one sparse evaluator: the Plan interpreter).
+
+    ``matrix`` may be a module already compiled from a matrix sentence (a target that
+    materialises the same supports on every batch compiles them once); ``inputs`` binds declared
+    input vectors by name (else the batch's feature columns are read)."""
+    from compiler.module import CompiledModule
+
+    if isinstance(matrix, CompiledModule):
+        model = matrix
+    else:
+        model = compile(matrix, dtype=dtype, backend=backend, dense=dense)
     if model.level != "matrix":
         raise MatlangError("materialise needs a matrix sentence (n×n)")
-    return model.edge_values(data)[0]
+    return model.edge_values(data, inputs)[0]
 
 
 __all__ = ["compile", "explain", "materialise", "Plan"]

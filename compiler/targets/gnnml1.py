@@ -807,53 +807,6 @@ def input_features(
     return torch.stack(cols, 1)
 
 
-def interpret(
-    program: Program,
-    batch: Batch,
-    *,
-    inputs: Mapping[str, Any] | None = None,
-    supports: Mapping[str, tuple[Tensor, Tensor | None]] | None = None,
-    dtype: torch.dtype = torch.float64,
-    backend: str | None = None,
-) -> Tensor:
-    """Run a :class:`Program` node by node, without layers (the reference for the schedule).
-
-    ``supports`` maps support names to ``(edge_index, values)``; ``A`` defaults to the batch.
-    """
-    sup = dict(supports or {})
-    sup.setdefault("A", (batch.edge_index, batch.edge_weight))
-    h0 = input_features(program, batch, inputs or {}, dtype)
-    base = [program.ones, *program.input_nodes()]
-    vals: dict[int, Tensor] = {x: h0[:, j] for j, x in enumerate(base)}
-
-    def lin(key: LinKey | Lin) -> Tensor:
-        out = torch.zeros(batch.num_nodes, dtype=dtype, device=h0.device)
-        for k, c in key.items() if isinstance(key, dict) else key:
-            out = out + float(c) * vals[k]
-        return out
-
-    for i, v in enumerate(program.vectors):
-        if i in vals:
-            continue
-        if v.op == "prop":
-            ei, w = sup[v.name]
-            vals[i] = sparse.propagate(ei, lin(v.args[0]), w, batch.num_nodes, backend=backend)
-        elif v.op == "had":
-            vals[i] = lin(v.args[0]) * lin(v.args[1])
-        elif v.op == "fn":
-            assert v.function is not None
-            vals[i] = activate(v, lin(v.args[0]), batch)
-        else:  # an input that is not among the declared ones cannot occur
-            raise CompileError(f"node h{i} ({v.op}) has no value")  # pragma: no cover
-    return evaluate_output(
-        program,
-        batch,
-        lambda x: sparse.scatter_sum(vals[x], batch.batch, batch.num_graphs, backend=backend),
-        lin,
-        h0,
-    )
-
-
 def activate(node: VectorNode, x: Tensor, batch: Batch) -> Tensor:
     """``f(x)`` for an ``fn`` node; a non-finite value raises :class:`EvaluationError`."""
     assert node.function is not None
@@ -1044,7 +997,6 @@ __all__ = [
     "gnnml1_target",
     "gnnml1_weights",
     "input_features",
-    "interpret",
     "lower_gnnml1",
     "schedule",
 ]

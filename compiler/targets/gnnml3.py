@@ -26,10 +26,11 @@ The lowering is GNNML1's (:mod:`compiler.targets.gnnml1`) with these rules added
 * a non-polynomial ``f`` of one vector is a channel whose σ is ``f`` (σ acts channel-wise:
   identity everywhere else); a polynomial ``f`` expands into ``mlp_5 ⊙ mlp_6`` products.
 
-Supports are materialised by sampled sparse products (``runtime.sparse``): ``(A ⊙ A²)`` is
-``A²`` sampled on the edges of ``A``, ``diag(A⁵)`` is ``A² · A³`` sampled on the diagonal. A
-support whose structural mask is full (``𝟏𝟏ᵀ``, ``f(X)`` with ``f(0) ≠ 0``) is refused with a
-:class:`~matlang.errors.CompileError` naming it.
+Supports are materialised on their masks by the Plan interpreter, the compiler's one sparse
+evaluator (:func:`compiler.api.materialise`): ``(A ⊙ A²)`` is ``A²`` sampled on the edges of
+``A``, ``diag(A⁵)`` is ``A⁵`` sampled on the diagonal. A support whose structural mask is full
+(``𝟏𝟏ᵀ``, ``f(X)`` with ``f(0) ≠ 0``) is refused with a :class:`~matlang.errors.CompileError`
+naming it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ import sympy as sp
 import torch
 from torch import Tensor
 
-from compiler.support import FullMaskError, function_facts, mask_for, order
+from compiler import api
+from compiler.module import CompiledModule
+from compiler.support import FullMaskError, mask_for, order
 from compiler.targets.gnnml1 import (
     ONE,
     Lin,
@@ -57,7 +60,6 @@ from compiler.targets.gnnml1 import (
     _Target,
     activate,
     input_features,
-    interpret,
     lin_key,
     lin_tensor,
     poly_key,
@@ -66,9 +68,8 @@ from compiler.targets.gnnml1 import (
     where,
 )
 from matlang import ast
-from matlang.errors import CompileError, EvaluationError
-from matlang.functions import numeric
-from runtime import sparse
+from matlang.errors import CompileError
+from runtime import masks
 from runtime.batch import Batch, as_batch
 from runtime.models.gnnml3 import GNNML3Conv, SupportOperator
 from runtime.preprocess import Supports
@@ -105,12 +106,6 @@ def support_radius(e: ast.Expr) -> int | None:
     """The hop radius r of a matrix's mask (``mask ⊆ (A + I)^r``), ``None`` when full."""
     o = mask_order(e)
     return None if math.isinf(o) else max(0, int(o))
-
-
-def _specialized(e: ast.Apply) -> tuple[sp.Expr, list[sp.Symbol]]:
-    consts = e.constants
-    syms = [s for i, s in enumerate(e.function.symbols) if i not in consts]
-    return e.function.specialize(consts), syms
 
 
 # --------------------------------------------------------------------------- lowering
@@ -270,208 +265,6 @@ def lower_gnnml3(expr: ast.Expr | str, *, nonlinear_head: bool = True) -> Progra
     return Lowering3(e, nonlinear_head=nonlinear_head).program()
 
 
-# --------------------------------------------------------------------------- materialisation
-
-
-SparseMatrix = tuple[Tensor, Tensor]  # (index (2, m) coalesced row-major, values (m,))
-
-
-class Materialiser:
-    """Values of matrix expressions of a batch on their masks, by sparse kernels.
-
-    ``full(X)`` is X on its structural mask (coalesced); ``sample(X, index)`` is X at given
-    entries. Vectors and scalars inside (``diag(u)``, ``s·X``) are lowered and interpreted.
-    """
-
-    def __init__(
-        self,
-        batch: Batch,
-        inputs: Mapping[str, Tensor],
-        dtype: torch.dtype = torch.float64,
-        backend: str | None = None,
-    ) -> None:
-        self.batch = batch
-        self.n = batch.num_nodes
-        self.inputs = dict(inputs)
-        self.dtype = dtype
-        self.backend = backend
-        self._full: dict[ast.Expr, SparseMatrix] = {}
-        self._vector: dict[ast.Expr, Tensor] = {}
-        self._scalar: dict[ast.Expr, Tensor] = {}
-
-    # -- values of vectors and scalars --------------------------------------------------------
-    def _run(self, e: ast.Expr) -> Tensor:
-        program = Lowering3(e).program()
-        sup = {name: self.full(x) for name, x in program.supports.items()}
-        return interpret(
-            program,
-            self.batch,
-            inputs=self.inputs,
-            supports=sup,
-            dtype=self.dtype,
-            backend=self.backend,
-        )
-
-    def vector(self, e: ast.Expr) -> Tensor:
-        if e not in self._vector:
-            self._vector[e] = self._run(e)
-        return self._vector[e]
-
-    def scalar(self, e: ast.Expr) -> Tensor:
-        if e not in self._scalar:
-            self._scalar[e] = self._run(e)
-        return self._scalar[e]
-
-    # -- helpers ------------------------------------------------------------------------------
-    def _coalesce(self, index: Tensor, values: Tensor) -> SparseMatrix:
-        return sparse.coalesce(index, values, self.n, backend=self.backend)
-
-    def diagonal_index(self) -> Tensor:
-        """The entries ``(i, i)`` of every node."""
-        i = torch.arange(self.n, device=self.batch.edge_index.device)
-        return torch.stack([i, i])
-
-    def lookup(self, m: SparseMatrix, index: Tensor) -> Tensor:
-        """``m`` at the entries ``index`` (0 where ``m`` stores nothing)."""
-        mi, mv = m
-        n = max(self.n, 1)
-        keys, query = mi[0] * n + mi[1], index[0] * n + index[1]
-        if keys.numel() == 0:
-            return torch.zeros(query.numel(), dtype=mv.dtype, device=mv.device)
-        pos = torch.searchsorted(keys, query).clamp(max=keys.numel() - 1)
-        hit = keys[pos] == query
-        return torch.where(hit, mv[pos], torch.zeros((), dtype=mv.dtype, device=mv.device))
-
-    def _row_scalar(self, s: ast.Expr, index: Tensor) -> Tensor:
-        return self.scalar(s)[self.batch.batch[index[0]]]
-
-    # -- full materialisation -------------------------------------------------------------------
-    def full(self, e: ast.Expr) -> SparseMatrix:
-        """``e`` on its structural mask."""
-        if e not in self._full:
-            self._full[e] = self._materialise(e)
-        return self._full[e]
-
-    def _materialise(self, e: ast.Expr) -> SparseMatrix:
-        if isinstance(e, ast.Input):
-            ei = self.batch.edge_index
-            w = self.batch.edge_weight
-            w = torch.ones(ei.shape[1], dtype=self.dtype) if w is None else w.to(self.dtype)
-            return self._coalesce(ei, w)
-        if isinstance(e, ast.Diag):
-            return self.diagonal_index(), self.vector(e.operand)
-        if isinstance(e, ast.Mul):
-            left, right = e.left, e.right
-            if left.shape.is_scalar or right.shape.is_scalar:
-                s, x = (left, right) if left.shape.is_scalar else (right, left)
-                idx, val = self.full(x)
-                return idx, val * self._row_scalar(s, idx)
-            if left.shape.is_vector:
-                raise CompileError(f"{where(e)} has a full mask (an outer product)")
-            (ia, va), (ib, vb) = self.full(left), self.full(right)
-            return sparse.spspmm(ia, va, ib, vb, self.n, backend=self.backend)
-        if isinstance(e, ast.Power):
-            if e.exponent == 0:
-                return self.diagonal_index(), torch.ones(self.n, dtype=self.dtype)
-            if e.exponent == 1:
-                return self.full(e.base)
-            (ia, va), (ib, vb) = self.full(ast.Power(e.base, e.exponent - 1)), self.full(e.base)
-            return sparse.spspmm(ia, va, ib, vb, self.n, backend=self.backend)
-        if isinstance(e, ast.Hadamard):
-            # the side with the smaller mask is materialised, the other sampled on it
-            small, other = e.left, e.right
-            if mask_order(e.right) < mask_order(e.left):
-                small, other = e.right, e.left
-            idx, val = self.full(small)
-            return idx, val * self.sample(other, idx)
-        if isinstance(e, (ast.Add, ast.Sub)):
-            (ia, va), (ib, vb) = self.full(e.left), self.full(e.right)
-            sign = 1.0 if isinstance(e, ast.Add) else -1.0
-            return self._coalesce(torch.cat([ia, ib], 1), torch.cat([va, sign * vb]))
-        if isinstance(e, ast.Neg):
-            idx, val = self.full(e.operand)
-            return idx, -val
-        if isinstance(e, ast.Div):
-            idx, val = self.full(e.left)
-            return idx, val / self._row_scalar(e.right, idx)
-        if isinstance(e, ast.Transpose):
-            idx, val = self.full(e.operand)
-            return self._coalesce(idx.flip(0), val)
-        if isinstance(e, ast.Apply):
-            if not function_facts(e).vanishes_at_zero:
-                mask_for(e, why="is a GNNML3 support")  # raises FullMaskError
-            parts = [self.full(a)[0] for a in e.variable_args]
-            cat = torch.cat(parts, 1)
-            idx, _ = self._coalesce(cat, torch.zeros(cat.shape[1], dtype=self.dtype))
-            return idx, self.sample(e, idx)
-        raise CompileError(f"cannot materialise {where(e)}")
-
-    # -- sampling -------------------------------------------------------------------------------
-    def sample(self, e: ast.Expr, index: Tensor) -> Tensor:
-        """``e`` at the entries ``index`` (``(2, m)``), without materialising ``e``."""
-        if isinstance(e, ast.Input):
-            return self.lookup(self.full(e), index)
-        if isinstance(e, ast.Diag):
-            u = self.vector(e.operand)
-            return torch.where(index[0] == index[1], u[index[0]], torch.zeros((), dtype=u.dtype))
-        if isinstance(e, ast.Mul):
-            left, right = e.left, e.right
-            if left.shape.is_scalar:
-                return self._row_scalar(left, index) * self.sample(right, index)
-            if right.shape.is_scalar:
-                return self._row_scalar(right, index) * self.sample(left, index)
-            if left.shape.is_vector:  # (u wᵀ)_ij = u_i w_j
-                return self.vector(left)[index[0]] * self.vector(right)[index[1]]
-            if isinstance(left, ast.Diag):  # (diag(u) N)_ij = u_i N_ij
-                return self.vector(left.operand)[index[0]] * self.sample(right, index)
-            if isinstance(right, ast.Diag):
-                return self.sample(left, index) * self.vector(right.operand)[index[1]]
-            if _is_outer(left):  # (u wᵀ N)_ij = u_i (wᵀ N)_j
-                row = ast.Mul(left.right, right)  # type: ignore[attr-defined]
-                return self.vector(left.left)[index[0]] * self.vector(row)[index[1]]  # type: ignore[attr-defined]
-            if _is_outer(right):  # (M u wᵀ)_ij = (M u)_i w_j
-                col = ast.Mul(left, right.left)  # type: ignore[attr-defined]
-                return self.vector(col)[index[0]] * self.vector(right.right)[index[1]]  # type: ignore[attr-defined]
-            return self._sampled_product(left, right, index)
-        if isinstance(e, ast.Power):
-            k = e.exponent
-            if k == 0:
-                return (index[0] == index[1]).to(self.dtype)
-            if k == 1:
-                return self.sample(e.base, index)
-            half = k // 2  # M^k = M^{⌊k/2⌋} M^{⌈k/2⌉}
-            return self._sampled_product(
-                ast.Power(e.base, half), ast.Power(e.base, k - half), index
-            )
-        if isinstance(e, ast.Hadamard):
-            return self.sample(e.left, index) * self.sample(e.right, index)
-        if isinstance(e, ast.Add):
-            return self.sample(e.left, index) + self.sample(e.right, index)
-        if isinstance(e, ast.Sub):
-            return self.sample(e.left, index) - self.sample(e.right, index)
-        if isinstance(e, ast.Neg):
-            return -self.sample(e.operand, index)
-        if isinstance(e, ast.Div):
-            return self.sample(e.left, index) / self._row_scalar(e.right, index)
-        if isinstance(e, ast.Transpose):
-            return self.sample(e.operand, index.flip(0))
-        if isinstance(e, ast.Apply):
-            formula, syms = _specialized(e)
-            f = numeric(formula, syms, "torch")
-            out = f(*[self.sample(a, index) for a in e.variable_args])
-            if not isinstance(out, Tensor):
-                out = torch.full((index.shape[1],), float(out), dtype=self.dtype)
-            bad = torch.nonzero(~torch.isfinite(out))
-            if bad.numel():
-                raise EvaluationError(f"{where(e)} is not finite on a support entry")
-            return out
-        raise CompileError(f"cannot sample {where(e)}")
-
-    def _sampled_product(self, left: ast.Expr, right: ast.Expr, index: Tensor) -> Tensor:
-        (ia, va), (ib, vb) = self.full(left), self.full(right)
-        return sparse.sampled_product(ia, va, ib, vb, index, self.n, backend=self.backend)
-
-
 # --------------------------------------------------------------------------- the target
 
 
@@ -509,6 +302,7 @@ class GNNML3Target(_Target):
         self.support_exprs = tuple(exprs[s] for s in self.support_names)
         radii = [support_radius(x) or 0 for x in self.support_exprs]
         self.receptive_field = max([1, *radii])
+        self._compiled: dict[torch.dtype, list[CompiledModule]] = {}
 
     def _named_inputs(
         self, batch: Batch, inputs: Mapping[str, Any], dtype: torch.dtype
@@ -516,20 +310,34 @@ class GNNML3Target(_Target):
         h0 = input_features(self.program, batch, inputs, dtype)
         return {name: h0[:, 1 + i] for i, name in enumerate(self.program.inputs)}
 
+    def _compiled_supports(self, dtype: torch.dtype) -> list[CompiledModule]:
+        """The supports compiled to Plans, once per dtype. Their number literals are fixed
+        values here, not weights of the target (no gradient reaches them)."""
+        modules = self._compiled.get(dtype)
+        if modules is None:
+            modules = [
+                api.compile(x, dtype=dtype, backend=self.backend) for x in self.support_exprs
+            ]
+            for m in modules:
+                m.requires_grad_(False)
+            self._compiled[dtype] = modules
+        return modules
+
     def supports(self, data: Any, **inputs: Any) -> Supports:
-        """The edge features ``C'`` on the receptive field ``M`` (Algorithm 1's output)."""
+        """The edge features ``C'`` on the receptive field ``M`` (Algorithm 1's output): each
+        support materialised on its mask by the Plan interpreter (:func:`compiler.api.materialise`),
+        then read on ``M = A + I`` joined with those masks."""
         batch = as_batch(data)
         dtype = self.dtype
-        mat = Materialiser(batch, self._named_inputs(batch, inputs, dtype), dtype, self.backend)
+        named = self._named_inputs(batch, inputs, dtype)
+        parts = [api.materialise(m, batch, inputs=named) for m in self._compiled_supports(dtype)]
         n = batch.num_nodes
-        parts = [mat.full(ast.Input("A")), (mat.diagonal_index(), torch.ones(n, dtype=dtype))]
-        parts += [mat.full(x) for x in self.support_exprs]
-        cat = torch.cat([p[0] for p in parts], 1)
-        mask, _ = sparse.coalesce(
-            cat, torch.zeros(cat.shape[1], dtype=dtype), n, backend=self.backend
-        )
-        attr = torch.stack([mat.lookup(p, mask) for p in parts[2:]], 1)
-        return Supports(mask, attr, self.support_names)
+        nodes = torch.arange(n, device=batch.edge_index.device)
+        mask = masks.union_masks(masks.prepared_edges(batch)[0], torch.stack([nodes, nodes]), n)
+        for index, _ in parts:
+            mask = masks.union_masks(mask, index, n)
+        attr = torch.stack([masks.lookup(index, values, mask, n) for index, values in parts], 1)
+        return Supports(mask, attr.to(dtype), self.support_names)
 
     def forward(self, data: Any, supports: Supports | None = None, **inputs: Any) -> Tensor:
         batch = as_batch(data)
@@ -631,7 +439,6 @@ def gnnml3_target(
 __all__ = [
     "GNNML3Target",
     "Lowering3",
-    "Materialiser",
     "gnnml3_target",
     "lower_gnnml3",
     "support_radius",
