@@ -16,7 +16,8 @@ for ``tr(A³)``. ``M = A + I`` (the paper's 1-hop receptive field) unless a supp
 further (``A² ⊙ A²`` lives on the 2-hop mask); then ``M`` is ``A + I`` joined with the
 supports' structural masks.
 
-The lowering is GNNML1's (:mod:`compiler.targets.gnnml1`) with these rules added, each an identity:
+The lowering is GNNML1's (:class:`~compiler.targets.gnnml1.GNNML1Lowering`) with these rules
+added, each an identity:
 
 * ``(X ⊙ diag u) v = u ⊙ dvec(X) ⊙ v`` where ``dvec(X) = (X ⊙ I) 𝟏`` is the diagonal of X;
 * ``tr(X) = 𝟏ᵀ dvec(X)``, with ``dvec(A) = 0`` (no self-loops), ``dvec(diag u) = u``,
@@ -38,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 import torch
@@ -47,46 +48,42 @@ from torch import Tensor
 from compiler import api
 from compiler.module import CompiledModule
 from compiler.support import FullMaskError, mask_for, order
-from compiler.targets.gnnml1 import (
+from compiler.targets.gnnml1 import GNNML1Lowering, where
+from compiler.targets.program import (
     ONE,
+    LayerProgram,
+    LayerTarget,
     Lin,
-    Lowering,
     Poly,
-    Program,
     ScalarNode,
     Schedule,
     Vec,
     VectorNode,
-    _Target,
     activate,
+    build_target,
     input_features,
     lin_key,
     lin_tensor,
     poly_key,
     schedule,
     vec_add,
-    where,
 )
-from matlang import ast
+from matlang import algebra, ast
 from matlang.errors import CompileError
 from runtime import masks
 from runtime.batch import Batch, as_batch
 from runtime.models.gnnml3 import GNNML3Conv, SupportOperator
 from runtime.preprocess import Supports
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from compiler.targets.program import TargetOptions
+
 IDENTITY = "I"  # the all-pass support C^{(0)}: it carries channels from layer to layer
 #: A zero channel standing in for an empty convolution part (zero-width propagation is not
 #: supported by every sparse backend).
 PADDING = -1
-
-
-def _identity_matrix() -> ast.Expr:
-    return ast.Diag(ast.Ones())
-
-
-def _is_outer(e: ast.Expr) -> bool:
-    """``u wᵀ``: a column times a row."""
-    return isinstance(e, ast.Mul) and e.left.shape.is_vector and e.right.shape.is_vector
 
 
 # --------------------------------------------------------------------------- support masks
@@ -111,8 +108,9 @@ def support_radius(e: ast.Expr) -> int | None:
 # --------------------------------------------------------------------------- lowering
 
 
-class Lowering3(Lowering):
-    """Sentence → :class:`~compiler.targets.gnnml1.Program` with supports (module docstring)."""
+class GNNML3Lowering(GNNML1Lowering):
+    """Sentence → :class:`~compiler.targets.program.LayerProgram` with supports (see the
+    module docstring)."""
 
     target = "GNNML3"
     hint = None  # type: ignore[assignment]
@@ -137,7 +135,8 @@ class Lowering3(Lowering):
         for a, b in ((m.left, m.right), (m.right, m.left)):
             if isinstance(a, ast.Diag):  # (X ⊙ diag u) v = u ⊙ dvec(X) ⊙ v
                 return self.had(self.had(self.vector(a.operand), self.diagonal(b)), v)
-            if _is_outer(a):  # (u wᵀ) ⊙ X = diag(u) X diag(w); transposed: diag(w) Xᵀ diag(u)
+            # (u wᵀ) ⊙ X = diag(u) X diag(w); transposed: diag(w) Xᵀ diag(u)
+            if algebra.is_outer(a):
                 u, w = self.vector(a.left), self.vector(a.right)  # type: ignore[attr-defined]
                 if transposed:
                     u, w = w, u
@@ -155,7 +154,7 @@ class Lowering3(Lowering):
         return self._cached(x, "diagonal", lambda: self._diagonal(x))  # type: ignore[no-any-return]
 
     def _diagonal_support(self, x: ast.Expr) -> Vec:
-        name = self.support(ast.Hadamard(x, _identity_matrix()))
+        name = self.support(ast.Hadamard(x, algebra.identity()))
         return self.prop(name, {ONE: {self.ones: Fraction(1)}})
 
     def _diagonal(self, x: ast.Expr) -> Vec:
@@ -183,10 +182,10 @@ class Lowering3(Lowering):
                 return self.scale(x, self.diagonal(left), self.scalar(right))
             if left.shape.is_vector:  # dvec(u wᵀ) = u ⊙ w
                 return self.had(self.vector(left), self.vector(right))
-            if _is_outer(left):  # (u wᵀ N)_ii = u_i (wᵀ N)_i
+            if algebra.is_outer(left):  # (u wᵀ N)_ii = u_i (wᵀ N)_i
                 row = ast.Mul(left.right, right)  # type: ignore[attr-defined]
                 return self.had(self.vector(left.left), self.vector(row))  # type: ignore[attr-defined]
-            if _is_outer(right):  # (M u wᵀ)_ii = (M u)_i w_i
+            if algebra.is_outer(right):  # (M u wᵀ)_ii = (M u)_i w_i
                 col = ast.Mul(left, right.left)  # type: ignore[attr-defined]
                 return self.had(self.vector(col), self.vector(right.right))  # type: ignore[attr-defined]
             if isinstance(left, ast.Diag):  # (diag(u) N)_ii = u_i N_ii
@@ -257,23 +256,15 @@ class Lowering3(Lowering):
         return {ONE: {node: Fraction(1)}}
 
 
-def lower_gnnml3(expr: ast.Expr | str, *, nonlinear_head: bool = True) -> Program:
-    """The :class:`~compiler.targets.gnnml1.Program` of an L3 sentence (string or AST)."""
-    from matlang.parser import as_expr
-
-    e = as_expr(expr)
-    return Lowering3(e, nonlinear_head=nonlinear_head).program()
-
-
 # --------------------------------------------------------------------------- the target
 
 
-class GNNML3Target(_Target):
+class GNNML3Target(LayerTarget):
     r"""GNNML3 layers (Eq. 8, ``C = C'``, identity σ except on function channels) and a readout
     head that compute a sentence.
 
     Attributes:
-        program: the lowered sentence (:meth:`~compiler.targets.gnnml1.Program.describe`).
+        program: the lowered sentence (:meth:`~compiler.targets.program.LayerProgram.describe`).
         schedule: which node each channel of each layer holds (convolution part first, then the
             product part).
         support_names / support_exprs: the supports' columns, ``I`` first.
@@ -285,9 +276,58 @@ class GNNML3Target(_Target):
         forward(data) → ``(G,)`` for a graph-level sentence, ``(N,)`` for a node-level one.
     """
 
+    lowering = GNNML3Lowering
+
+    @classmethod
+    def from_program(
+        cls, program: LayerProgram, dtype: torch.dtype, backend: str | None
+    ) -> GNNML3Target:
+        sched = _gnnml3_schedule(program)
+        used = {v.name for v in program.vectors if v.op == "prop"}
+        names = [IDENTITY, *(s for s in program.supports if s in used)]
+        index = {s: i for i, s in enumerate(names)}
+        layers, activations = [], []
+        for layer in range(1, sched.num_layers + 1):
+            ins, outs = sched.channels[layer - 1], sched.channels[layer]
+            pos = sched.position(layer - 1)
+            products = [
+                x
+                for x in outs
+                if x != PADDING and sched.depth[x] == layer and program.vectors[x].op == "had"
+            ]
+            conv = outs[: len(outs) - len(products)]
+            w = torch.zeros(len(names), len(ins), len(conv), dtype=dtype)
+            w5 = torch.zeros(len(ins), len(products), dtype=dtype)
+            w6 = torch.zeros(len(ins), len(products), dtype=dtype)
+            acts: list[tuple[int, VectorNode]] = []
+            for j, x in enumerate(conv):
+                if x == PADDING:
+                    continue
+                node = program.vectors[x]
+                if sched.depth[x] < layer:  # carried by the all-pass support I
+                    w[index[IDENTITY], pos[x], j] = 1
+                elif node.op == "prop":
+                    w[index[node.name], :, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
+                elif node.op == "fn":  # I·L, then σ = f on this channel
+                    w[index[IDENTITY], :, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
+                    acts.append((j, node))
+                else:
+                    raise CompileError(f"GNNML3 has no layer term for a {node.op!r} node")
+            for j, x in enumerate(products):
+                node = program.vectors[x]
+                w5[:, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
+                w6[:, j] = lin_tensor(node.args[1], pos, len(ins), dtype)
+            layers.append(
+                GNNML3Conv.from_weights(
+                    w, w5 if products else None, w6 if products else None, activation="identity"
+                )
+            )
+            activations.append(acts)
+        return cls(program, sched, layers, activations, names, backend)
+
     def __init__(
         self,
-        program: Program,
+        program: LayerProgram,
         sched: Schedule,
         layers: Sequence[GNNML3Conv],
         activations: Sequence[Sequence[tuple[int, VectorNode]]],
@@ -298,7 +338,7 @@ class GNNML3Target(_Target):
         self.activations = [list(a) for a in activations]
         self.support_names = tuple(support_names)
         exprs = dict(program.supports)
-        exprs[IDENTITY] = _identity_matrix()
+        exprs[IDENTITY] = algebra.identity()
         self.support_exprs = tuple(exprs[s] for s in self.support_names)
         radii = [support_radius(x) or 0 for x in self.support_exprs]
         self.receptive_field = max([1, *radii])
@@ -356,7 +396,7 @@ class GNNML3Target(_Target):
         return self.head(h, batch)  # type: ignore[no-any-return]
 
 
-def _gnnml3_schedule(program: Program) -> Schedule:
+def _gnnml3_schedule(program: LayerProgram) -> Schedule:
     """GNNML1's schedule with each layer's channels ordered as Eq. 8 concatenates them: the
     convolution part (carried, propagated and function channels), then the product part."""
     sched = schedule(program)
@@ -371,75 +411,17 @@ def _gnnml3_schedule(program: Program) -> Schedule:
     return Schedule(tuple(channels), sched.depth)
 
 
-def gnnml3_target(
-    expr: ast.Expr | str,
-    *,
-    nonlinear_head: bool = True,
-    dtype: torch.dtype = torch.float64,
-    backend: str | None = None,
-) -> GNNML3Target:
-    """GNNML3 layers (Eq. 8) on the sentence's materialised supports that compute ``expr``.
-
-    Args:
-        expr: an L1/L2/L3 sentence (pointwise functions allowed), graph- or node-level.
-        nonlinear_head: allow products, quotients and functions of graph scalars in the readout
-            head (else :class:`CompileError` naming the subexpression).
-        dtype: of the weights and supports.
-        backend: sparse backend (see :mod:`runtime.sparse`).
+def gnnml3_target(expr: ast.Expr | str, **options: Unpack[TargetOptions]) -> GNNML3Target:
+    """GNNML3 layers (Eq. 8) on the sentence's materialised supports that compute ``expr``: an
+    L1/L2/L3 sentence (pointwise functions allowed), graph- or node-level. ``options``
+    (``nonlinear_head``, ``dtype`` of the weights and supports, ``backend``) are those of
+    :func:`~compiler.targets.program.build_target`.
 
     Raises:
         CompileError: a support with a full mask, a non-polynomial function of several vectors,
             a matrix-valued sentence, or division by the number zero.
     """
-    program = lower_gnnml3(expr, nonlinear_head=nonlinear_head)
-    sched = _gnnml3_schedule(program)
-    used = {v.name for v in program.vectors if v.op == "prop"}
-    names = [IDENTITY, *(s for s in program.supports if s in used)]
-    index = {s: i for i, s in enumerate(names)}
-    layers, activations = [], []
-    for layer in range(1, sched.num_layers + 1):
-        ins, outs = sched.channels[layer - 1], sched.channels[layer]
-        pos = sched.position(layer - 1)
-        products = [
-            x
-            for x in outs
-            if x != PADDING and sched.depth[x] == layer and program.vectors[x].op == "had"
-        ]
-        conv = outs[: len(outs) - len(products)]
-        w = torch.zeros(len(names), len(ins), len(conv), dtype=dtype)
-        w5 = torch.zeros(len(ins), len(products), dtype=dtype)
-        w6 = torch.zeros(len(ins), len(products), dtype=dtype)
-        acts: list[tuple[int, VectorNode]] = []
-        for j, x in enumerate(conv):
-            if x == PADDING:
-                continue
-            node = program.vectors[x]
-            if sched.depth[x] < layer:  # carried by the all-pass support I
-                w[index[IDENTITY], pos[x], j] = 1
-            elif node.op == "prop":
-                w[index[node.name], :, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
-            elif node.op == "fn":  # I·L, then σ = f on this channel
-                w[index[IDENTITY], :, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
-                acts.append((j, node))
-            else:
-                raise CompileError(f"GNNML3 has no layer term for a {node.op!r} node")
-        for j, x in enumerate(products):
-            node = program.vectors[x]
-            w5[:, j] = lin_tensor(node.args[0], pos, len(ins), dtype)
-            w6[:, j] = lin_tensor(node.args[1], pos, len(ins), dtype)
-        layers.append(
-            GNNML3Conv.from_weights(
-                w, w5 if products else None, w6 if products else None, activation="identity"
-            )
-        )
-        activations.append(acts)
-    return GNNML3Target(program, sched, layers, activations, names, backend)
+    return build_target(GNNML3Target, expr, **options)
 
 
-__all__ = [
-    "GNNML3Target",
-    "Lowering3",
-    "gnnml3_target",
-    "lower_gnnml3",
-    "support_radius",
-]
+__all__ = ["GNNML3Lowering", "GNNML3Target", "gnnml3_target", "support_radius"]

@@ -11,7 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import matlang
-from compiler.targets.gnnml1 import evaluate_output, gnnml1_target, input_features, lower_gnnml1
+from compiler.targets.gnnml1 import GNNML1Target, gnnml1_target
+from compiler.targets.program import evaluate_output, input_features
 from matlang import ast
 from matlang.errors import CompileError, EvaluationError, MatlangError
 from matlang.evaluator import evaluate, to_float
@@ -217,7 +218,7 @@ def test_program_interpreter_equals_dense_and_the_layers() -> None:
     batch = Batch.from_graphs(GRAPHS)
     for text in L1_SENTENCES[:12]:
         e = matlang.parse(text)
-        by_nodes = interpret(lower_gnnml1(e), batch)
+        by_nodes = interpret(GNNML1Target.lower(e), batch)
         assert_matches(by_nodes, dense_values(e, GRAPHS))
         assert_matches(gnnml1_target(e)(batch), by_nodes.numpy())
 
