@@ -179,9 +179,12 @@ def bank_rows(
         w = witness(s)
         detail: dict[str, Any] = {"complete_size": s.complete_size, "truncated": s.truncated}
         if w is not None and s.separation is not None:
+            # size: the witness's AST nodes; bank_size: what --max-size bounds (they differ for
+            # multiset readouts, whose power sum is bounded through the vector it reads).
             detail |= {
                 "witness": to_text(w),
-                "size": s.separation.size,
+                "size": w.size,
+                "bank_size": s.separation.size,
                 "readout": s.separation.readout,
             }
         outcomes.append(PairOutcome(k, data.category(k), w is not None, detail))
@@ -322,22 +325,28 @@ def reliability_failures(result: BrecResult) -> int:
 # --------------------------------------------------------------------------- report
 
 
-def table(rows: Sequence[BrecResult], *, published: bool = True) -> str:
-    """A Markdown table: per category and total, measured rows then the published ones."""
-    head = (
-        "| row | "
-        + " | ".join(f"{c} ({CATEGORY_SIZES[c]})" for c in CATEGORIES)
-        + " | Total (400) | time |"
+def table(rows: Sequence[BrecResult | dict[str, Any]], *, published: bool = True) -> str:
+    """A Markdown table: per category and total, the measured rows (results or their JSON
+    records, as written by ``matlang bench brec``) then BREC's published rows."""
+    head = "| row | " + " | ".join(f"{c} ({CATEGORY_SIZES[c]})" for c in CATEGORIES)
+    lines = [head + " | Total (400) | time |", "|---" * (len(CATEGORIES) + 3) + "|"]
+    order = {"1-wl": 0, "3-wl": 1}
+    recs = [r.to_json() if isinstance(r, BrecResult) else r for r in rows]
+    recs.sort(
+        key=lambda r: (
+            order.get(str(r["model"]), 2 if "bank" in str(r["model"]) else 3),
+            str(r["model"]),
+        )
     )
-    lines = [head, "|---" * (len(CATEGORIES) + 3) + "|"]
-    for r in rows:
-        c, t = r.counts(), r.totals()
-        cells = [f"{c[k]}" if t[k] == CATEGORY_SIZES[k] else f"{c[k]}/{t[k]}" for k in CATEGORIES]
-        total = f"{c['Total']}" if t["Total"] == 400 else f"{c['Total']}/{t['Total']}"
-        name = r.model
-        if r.settings.get("max_size"):
-            name += f" (size ≤ {r.settings['max_size']})"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {total} | {r.seconds:.0f} s |")
+    for r in recs:
+        c, t = r["counts"], r["run_per_category"]
+        cells = [
+            str(c[k]) if t[k] == CATEGORY_SIZES[k] else f"{c[k]}/{t[k]}" if t[k] else "–"
+            for k in CATEGORIES
+        ]
+        total = str(c["Total"]) if t["Total"] == 400 else f"{c['Total']}/{t['Total']}"
+        seconds = r.get("wall_seconds", r.get("seconds", 0.0))
+        lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {total} | {seconds:.0f} s |")
     if published:
         for name, row in PUBLISHED.items():
             cells = ["–" if row[k] is None else str(row[k]) for k in CATEGORIES]

@@ -396,7 +396,27 @@ def render(results: Sequence[Result], plots: dict[str, str] | None = None) -> st
     out += [md, "", _notes(used), ""]
     if "table3" in plots:
         out += [f"![Table 3]({plots['table3']})", ""]
+    out += _brec_section(results)
     return "\n".join(out)
+
+
+def _brec_section(results: Sequence[Result]) -> list[str]:
+    """BREC (beyond the paper): WL rows, sentence banks and RPC-trained models per category."""
+    from benchmarks.paper.brec import table
+
+    rows = [r.data for r in results if r.bench == "brec"]
+    out = ["## BREC (beyond the paper): pairs separated per category", ""]
+    if not rows:
+        return [*out, "_No result files for this table yet._", ""]
+    out += [
+        "`1-wl`/`3-wl`: the tests; `bank-Lk-kK`: some sentence of the fragment with at most K "
+        "AST nodes separates the pair (exact, certified lower bound, no training); other rows: "
+        "the model trained per pair under BREC's RPC protocol. A cell `a/b` ran b pairs only.",
+        "",
+        table(rows),
+        "",
+    ]
+    return out
 
 
 def write_report(

@@ -135,6 +135,7 @@ def _pair_set(args: argparse.Namespace) -> dict[str, Any]:
             row |= {
                 "witness": to_text(w),
                 "size": w.size,
+                "bank_size": s.separation.size,
                 "readout": s.separation.readout,
                 "graphs": [_g6(graphs[i]), _g6(graphs[j])],
             }
