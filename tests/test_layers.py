@@ -22,9 +22,14 @@ def _package(path: Path) -> str:
     return path.relative_to(ROOT).parts[0]
 
 
+#: The front door's files besides the package and its CLI: names for models (``matlang.nn``,
+#: ``matlang.transforms``) whose implementations live in ``compiler/layers``.
+FRONT_DOOR_MODULES = {"matlang/__init__.py", "matlang/nn.py", "matlang/transforms.py"}
+
+
 def _is_front_door(path: Path) -> bool:
     rel = path.relative_to(ROOT).as_posix()
-    return rel == "matlang/__init__.py" or rel.startswith("matlang/cli/")
+    return rel in FRONT_DOOR_MODULES or rel.startswith("matlang/cli/")
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -76,7 +81,7 @@ ALLOWED_CYCLES = [{"matlang.ast", "matlang.printer"}]
 
 #: Splits under way (issue 12): each entry fails strictly once its file is split, and is then
 #: removed from here.
-KNOWN_LONG: set[str] = set()
+KNOWN_LONG = {"compiler/targets/gnnml1.py"}
 KNOWN_CYCLES: list[set[str]] = []
 
 

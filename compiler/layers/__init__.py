@@ -1,0 +1,10 @@
+"""Sentences inside models: a convolution (:class:`SentenceConv`), a graph readout
+(:class:`SentenceReadout`) and a feature transform (:class:`SentenceFeatures`), in PyG's
+conventions and without requiring PyG (front doors: ``matlang.nn``, ``matlang.transforms``)."""
+
+from __future__ import annotations
+
+from compiler.layers.conv import SentenceConv
+from compiler.layers.readout import SentenceReadout
+
+__all__ = ["SentenceConv", "SentenceReadout"]

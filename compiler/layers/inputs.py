@@ -1,0 +1,47 @@
+"""What a layer's ``forward`` accepts: PyG's ``(x, edge_index, batch)``, or one data object
+(a PyG ``Data``/``Batch`` or the project's :class:`~runtime.batch.Batch`, duck-typed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from matlang.errors import GraphError
+
+
+def unpack(
+    x: Any, edge_index: Tensor | None, batch: Tensor | None, dtype: torch.dtype
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``(x, edge_index, batch)`` from either calling convention. A data object without node
+    features gets one constant feature (monochromatic nodes, as the paper's counting data)."""
+    if not isinstance(x, Tensor):
+        data = x
+        if not hasattr(data, "edge_index"):
+            raise GraphError(
+                "a layer takes (x, edge_index[, batch]) or a data object with edge_index, got "
+                f"{type(data).__name__}"
+            )
+        if edge_index is not None:
+            raise GraphError("pass either a data object or (x, edge_index), not both")
+        edge_index = data.edge_index
+        batch = getattr(data, "batch", None) if batch is None else batch
+        x = getattr(data, "x", None)
+        if x is None:
+            n = getattr(data, "num_nodes", None)
+            if n is None:
+                raise GraphError("the data object has neither x nor num_nodes")
+            x = torch.ones(int(n), 1, dtype=dtype, device=edge_index.device)
+    if edge_index is None:
+        raise GraphError("edge_index is missing: call layer(x, edge_index[, batch])")
+    if x.dim() == 1:
+        x = x.unsqueeze(-1)
+    if x.dim() != 2:
+        raise GraphError(f"x must have shape (N, d), got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        x = x.to(dtype)
+    return x, edge_index, batch
+
+
+__all__ = ["unpack"]

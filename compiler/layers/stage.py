@@ -1,0 +1,280 @@
+"""The two run-time stages of a sentence layer.
+
+* **Graph constants**: the supports ``C_s`` of the operator sentences, on their masks, through
+  :func:`compiler.api.materialise`, and the values of input-free node or graph sentences
+  (:func:`graph_values`). They depend on the graph only, are computed once per batch in float64
+  and remembered on the batch's ``edge_index`` tensor (weakly: the entry dies with the tensor;
+  an in-place change of the tensor, seen by its version counter, recomputes). The supports
+  never leave :func:`propagate_supports`, which computes ``Σ_s C_s Y_s`` (and its adjoint for
+  the backward pass).
+* **Channel-wise sentences** (:func:`apply_channels`): a node- or graph-level sentence of one
+  free input ``h`` evaluated on every channel of ``x`` by the Plan interpreter, differentiable
+  in ``x`` through it.
+
+The graph-constant ops are ``torch.library`` custom ops: ``torch.compile`` sees one node per
+op, never traces into the sparse kernels, and their output shapes follow their inputs' (no
+data-dependent size), so a new batch shape does not recompile under ``dynamic=True``. A stage is
+named by a *key*, the JSON text of its sentences and options, from which it is rebuilt anywhere
+(an unpickled layer, another process).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from matlang.errors import GraphError
+from runtime.batch import Batch, as_batch
+
+
+def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
+    """The key of a stage: what it computes, as canonical JSON."""
+    return json.dumps({"kind": kind, "sentences": list(sentences), **options}, sort_keys=True)
+
+
+def make_batch(
+    edge_index: Tensor,
+    batch: Tensor | None,
+    num_nodes: int,
+    edge_weight: Tensor | None = None,
+) -> Batch:
+    """A validated :class:`~runtime.batch.Batch` from PyG's ``(edge_index, batch)`` pair."""
+    if batch is not None and batch.numel() != num_nodes:
+        raise GraphError(
+            f"batch vector has {batch.numel()} entries but x has {num_nodes} rows", "batch"
+        )
+    data = SimpleNamespace(
+        edge_index=edge_index, batch=batch, num_nodes=num_nodes, x=None, edge_weight=edge_weight
+    )
+    return as_batch(data, validate=True)
+
+
+@dataclass(eq=False)
+class Stage:
+    """What a key computes, with its compiled modules and its per-batch memo."""
+
+    key: str
+    spec: dict[str, Any] = field(init=False)
+    # id of an edge_index tensor -> (weak reference to it, its version, batch vector,
+    # num_nodes, value); the entry is dropped when the tensor dies (tensors compare elementwise,
+    # so they cannot be the keys of a WeakKeyDictionary)
+    _memo: dict[int, tuple[Any, ...]] = field(init=False, default_factory=dict)
+    _modules: dict[Any, Any] = field(init=False, default_factory=dict)
+    #: how often the graph constants were computed (not served from the memo)
+    computed: int = 0
+
+    def __post_init__(self) -> None:
+        self.spec = json.loads(self.key)
+
+    @property
+    def sentences(self) -> list[str]:
+        return list(self.spec["sentences"])
+
+    def remembered(self, edge_index: Tensor, batch: Tensor | None, n: int, compute: Any) -> Any:
+        """``compute()`` once per batch (see the module docstring)."""
+        if edge_index.is_inference():  # no version counter: nothing can be remembered
+            return compute()
+        hit = self._memo.get(id(edge_index))
+        if hit is not None and hit[0]() is edge_index:
+            _, version, b, nodes, value = hit
+            same_batch = (b is None and batch is None) or (
+                b is not None
+                and batch is not None
+                and b.shape == batch.shape
+                and bool(torch.equal(b, batch))
+            )
+            if version == edge_index._version and nodes == n and same_batch:
+                return value
+        value = compute()
+        self.computed += 1
+        kept = None if batch is None else batch.detach().clone()
+        key, memo = id(edge_index), self._memo
+
+        def forget(ref: Any) -> None:
+            if key in memo and memo[key][0] is ref:
+                del memo[key]
+
+        self._memo[key] = (weakref.ref(edge_index, forget), edge_index._version, kept, n, value)
+        return value
+
+    def module(self, text: str, dtype: torch.dtype) -> Any:
+        """The compiled module of one sentence (built once per dtype)."""
+        from compiler.api import compile as compile_sentence
+
+        k = (text, dtype)
+        if k not in self._modules:
+            # batches are validated here, once per batch (see remembered)
+            m = compile_sentence(
+                text, dtype=dtype, dense=self.spec.get("dense", False), validate=False
+            )
+            for p in m.parameters():  # a sentence's literals stay what they are
+                p.requires_grad_(False)
+            self._modules[k] = m
+        return self._modules[k]
+
+    # -- graph constants ---------------------------------------------------------------------
+    def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> tuple[Tensor, ...]:
+        """``(rows, cols, values)`` of every support, the column of support ``s`` at ``j`` being
+        ``j·S + s`` (so ``x W`` reshaped to ``(N·S, out)`` is read with one gather)."""
+        from compiler.api import materialise
+
+        def compute() -> tuple[Tensor, ...]:
+            b = make_batch(edge_index, batch, n)
+            texts = self.sentences
+            rows, cols, vals = [], [], []
+            for s, text in enumerate(texts):
+                index, values = materialise(text, b, dense=self.spec.get("dense", False))
+                rows.append(index[0])
+                cols.append(index[1] * len(texts) + s)
+                vals.append(values.to(torch.float64))
+            return (torch.cat(rows), torch.cat(cols), torch.cat(vals))
+
+        return self.remembered(edge_index, batch, n, compute)  # type: ignore[no-any-return]
+
+    def values(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
+        """``(N, K)`` (node sentences) or ``(G, K)`` (graph sentences), float64."""
+
+        def compute() -> Tensor:
+            b = make_batch(edge_index, batch, n)
+            cols = [self.module(t, torch.float64)(b).detach() for t in self.sentences]
+            rows = n if self.spec["level"] == "node" else b.num_graphs
+            if not cols:
+                return torch.zeros(rows, 0, dtype=torch.float64)
+            return torch.stack([c.reshape(rows) for c in cols], 1)
+
+        return self.remembered(edge_index, batch, n, compute)  # type: ignore[no-any-return]
+
+    # -- channel-wise ------------------------------------------------------------------------
+    def apply(self, x: Tensor, edge_index: Tensor, batch: Tensor | None) -> Tensor:
+        """Every sentence on every channel: ``(rows, K·d)``, sentence-major (the columns of
+        sentence ``k`` are ``k·d … k·d + d - 1``)."""
+        n = x.shape[0]
+        # validated once per batch; the memo keeps no tensor of the batch alive
+        self.remembered(edge_index, batch, n, lambda: make_batch(edge_index, batch, n) and True)
+        b = as_batch(
+            SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
+            validate=False,
+        )
+        outs = []
+        for text in self.sentences:
+            m = self.module(text, x.dtype)
+            name = m.plan.inputs[0]
+            # one pass per channel (the interpreter takes one signal per input)
+            outs.extend(m(b, inputs={name: x[:, c]}) for c in range(x.shape[1]))
+        rows = n if self.spec["level"] == "node" else b.num_graphs
+        if not outs:
+            return x.new_zeros(rows, 0)
+        return torch.stack([o.reshape(rows) for o in outs], 1)
+
+
+#: Stages by key: a pure function of the key (compiled sentences and their batch memos).
+_STAGES: dict[str, Stage] = {}
+
+
+def stage(key: str) -> Stage:
+    """The stage of ``key`` (built on first use)."""
+    st = _STAGES.get(key)
+    if st is None:
+        st = _STAGES[key] = Stage(key)
+    return st
+
+
+# --------------------------------------------------------------------------- custom ops
+
+
+def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    """``Σ_s C_s y[:, s]``: entry ``(i, j·S + s)`` reads row ``j·S + s`` of ``y`` as
+    ``(N·S, C)``."""
+    n, s, c = y.shape
+    rows, cols, vals = stage(key).supports(edge_index, batch, n)
+    msg = y.reshape(n * s, c).index_select(0, cols) * vals.to(y.dtype).unsqueeze(-1)
+    return y.new_zeros(n, c).index_add_(0, rows, msg)
+
+
+def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
+    """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
+    n, c = g.shape
+    rows, cols, vals = stage(key).supports(edge_index, batch, n)
+    msg = g.index_select(0, rows) * vals.to(g.dtype).unsqueeze(-1)
+    return g.new_zeros(n * s, c).index_add_(0, cols, msg).reshape(n, s, c)
+
+
+@torch.library.custom_op("matlang::propagate_supports", mutates_args=())
+def propagate_supports(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    """``Σ_s C_s y[:, s, :]`` for the supports of a stage: ``y`` ``(N, S, C)`` → ``(N, C)``.
+    The supports never leave the op (their number of entries would be a data-dependent size
+    for ``torch.compile``)."""
+    return _propagate(y, edge_index, batch, key)
+
+
+@propagate_supports.register_fake
+def _(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    return y.new_empty(y.shape[0], y.shape[2])
+
+
+@torch.library.custom_op("matlang::propagate_supports_t", mutates_args=())
+def propagate_supports_t(
+    g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, supports: int
+) -> Tensor:
+    """The adjoint of :func:`propagate_supports`: ``g`` ``(N, C)`` → ``(N, S, C)``."""
+    return _propagate_t(g, edge_index, batch, key, supports)
+
+
+@propagate_supports_t.register_fake
+def _(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, supports: int) -> Tensor:
+    return g.new_empty(g.shape[0], supports, g.shape[1])
+
+
+def _setup_propagate(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    y, edge_index, batch, key = inputs
+    ctx.save_for_backward(edge_index, batch)
+    ctx.key, ctx.supports = key, y.shape[1]
+
+
+def _backward_propagate(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None]:
+    edge_index, batch = ctx.saved_tensors
+    return propagate_supports_t(grad, edge_index, batch, ctx.key, ctx.supports), None, None, None
+
+
+torch.library.register_autograd(
+    "matlang::propagate_supports", _backward_propagate, setup_context=_setup_propagate
+)
+
+
+@torch.library.custom_op("matlang::graph_values", mutates_args=())
+def graph_values(edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str) -> Tensor:
+    """Values of input-free node or graph sentences (see :meth:`Stage.values`)."""
+    return stage(key).values(edge_index, batch, num_nodes).clone()
+
+
+@graph_values.register_fake
+def _(edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str) -> Tensor:
+    spec = json.loads(key)
+    rows = num_nodes if spec["level"] == "node" else torch.library.get_ctx().new_dynamic_size()
+    return edge_index.new_empty(rows, len(spec["sentences"]), dtype=torch.float64)
+
+
+@torch.compiler.disable(recursive=True)
+def apply_channels(x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    """Channel-wise sentences (see :meth:`Stage.apply`), differentiable in ``x`` through the
+    Plan interpreter. ``torch.compile`` runs it eagerly: the interpreter's kernels are not
+    traceable yet, so a layer with channel-wise sentences has this one graph break."""
+    return stage(key).apply(x, edge_index, batch)
+
+
+__all__ = [
+    "Stage",
+    "apply_channels",
+    "propagate_supports",
+    "graph_values",
+    "make_batch",
+    "stage",
+    "stage_key",
+]

@@ -1,0 +1,207 @@
+"""SentenceConv and SentenceReadout: exact at the identity initialisation against the dense
+evaluator, gradients to every parameter, both calling conventions, the per-batch memo, errors,
+and the round trips a model goes through (dtype, state_dict, pickle, determinism)."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+import matlang
+from compiler.api import compile as compile_sentence
+from matlang.errors import MatlangError
+from matlang.graphs import named
+from matlang.nn import SentenceConv, SentenceReadout
+from runtime.batch import Batch
+
+GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3"]
+SUPPORTS = ["A", "A ⊙ A²", "A³ ⊙ I", "L", "(A + I) ⊙ A²", "let C = A ⊙ A²; C", "I", "A²"]
+
+
+def _batch() -> Batch:
+    return Batch.from_graphs([named(g) for g in GRAPHS], dtype=torch.float64)
+
+
+def _x(b: Batch, d: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b.num_nodes, d, generator=g, dtype=torch.float64)
+
+
+def _per_graph(b: Batch, x: torch.Tensor) -> list[tuple[object, np.ndarray]]:
+    ptr = b.ptr.tolist()
+    return [(named(g), x[ptr[k] : ptr[k + 1]].numpy()) for k, g in enumerate(GRAPHS)]
+
+
+def test_supports_are_exact_at_identity_initialisation() -> None:
+    d = 2
+    b, conv = _batch(), SentenceConv(d, d * len(SUPPORTS), SUPPORTS, init="identity").double()
+    x = _x(b, d)
+    out = conv(x, b.edge_index, b.batch).detach().numpy()
+    row = 0
+    for g, xg in _per_graph(b, x):
+        for s, text in enumerate(SUPPORTS):
+            m = np.asarray(matlang.evaluate(text, g), dtype=np.float64)  # the oracle
+            want = m @ xg
+            got = out[row : row + g.num_nodes, s * d : (s + 1) * d]
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=text)
+        row += g.num_nodes
+
+
+def test_channel_and_node_sentences_are_exact_at_identity_initialisation() -> None:
+    d = 3
+    sentences = ["input h; relu(A h) ⊙ (A² h)", "(A³ ⊙ I) 𝟏 / 2", "A 𝟏"]
+    b = _batch()
+    conv = SentenceConv(d, d + 2, sentences, init="identity", product=True).double()
+    x = _x(b, d, seed=1)
+    out = conv(x, b.edge_index, b.batch).detach().numpy()
+    row = 0
+    for g, xg in _per_graph(b, x):
+        n = g.num_nodes
+        for c in range(d):
+            want = matlang.evaluate(sentences[0], g, inputs={"h": xg[:, c]}, exact=False)
+            np.testing.assert_allclose(out[row : row + n, c], want, rtol=1e-12, atol=1e-12)
+        tri = nx.triangles(nx.from_numpy_array(g.adjacency))
+        np.testing.assert_array_equal(out[row : row + n, d], [tri[v] for v in range(n)])
+        np.testing.assert_array_equal(out[row : row + n, d + 1], g.adjacency.sum(1))
+        row += n
+
+
+def test_gradients_reach_every_parameter_and_the_input() -> None:
+    b = _batch()
+    conv = SentenceConv(
+        3,
+        5,
+        ["A", "A ⊙ A²", "input h; relu(A h) ⊙ (A² h)", "(A³ ⊙ I) 𝟏"],
+        product=True,
+        activation="tanh",
+    ).double()
+    x = _x(b, 3).requires_grad_(True)
+    conv(x, b.edge_index, b.batch).square().sum().backward()
+    for name, p in conv.named_parameters():
+        assert p.grad is not None and bool(p.grad.abs().sum() > 0), name
+    assert x.grad is not None and bool(x.grad.abs().sum() > 0)
+    # the custom ops' backward passes against finite differences
+    small = SentenceConv(2, 2, ["A ⊙ A²", "L", "input h; relu(A h) ⊙ (A² h)"]).double()
+    xs = _x(b, 2, seed=3).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: small(t, b.edge_index, b.batch), (xs,))
+
+
+def test_data_objects_and_the_tuple_convention_agree() -> None:
+    b = _batch()
+    x = _x(b, 2).to(torch.float32)
+    conv = SentenceConv(2, 4, ["A", "A ⊙ A²"])
+    want = conv(x, b.edge_index, b.batch)
+    data = Batch(b.edge_index, b.batch, b.ptr, x)
+    torch.testing.assert_close(conv(data), want)
+    pyg = pytest.importorskip("torch_geometric.data")
+    pb = pyg.Batch.from_data_list(
+        [
+            pyg.Data(x=x[lo:hi], edge_index=torch.as_tensor(named(g).edge_index), num_nodes=hi - lo)
+            for g, lo, hi in zip(GRAPHS, b.ptr[:-1].tolist(), b.ptr[1:].tolist())
+        ]
+    )
+    torch.testing.assert_close(conv(pb), want)
+    torch.testing.assert_close(conv(pb.x, pb.edge_index, pb.batch), want)
+
+
+def test_graph_constants_are_computed_once_per_batch() -> None:
+    b = _batch()
+    conv = SentenceConv(2, 2, ["A ⊙ A²", "(A + I) ⊙ A²"])
+    x = _x(b, 2).float()
+    before = conv.graph_constants_computed()
+    first = conv(x, b.edge_index, b.batch)
+    conv(x, b.edge_index, b.batch)
+    assert conv.graph_constants_computed() == before + 1
+    # an in-place change of the edges is seen: K4 loses edge (0, 1) in both directions
+    ei = b.edge_index.clone()
+    conv(x, ei, b.batch)
+    keep = ~(((ei[0] == 0) & (ei[1] == 1)) | ((ei[0] == 1) & (ei[1] == 0)))
+    kept = ei[:, keep]
+    ei.resize_(2, kept.shape[1]).copy_(kept)
+    changed = conv(x, ei, b.batch)
+    assert conv.graph_constants_computed() == before + 3
+    assert not torch.allclose(changed[:4], first[:4])
+    torch.testing.assert_close(changed[4:], first[4:])
+
+
+def test_a_full_support_gives_the_compile_error() -> None:
+    with pytest.raises(MatlangError) as layer_err:
+        SentenceConv(2, 2, ["A", "exp(A)"])
+    with pytest.raises(MatlangError) as compile_err:
+        compile_sentence("exp(A)")
+    assert str(layer_err.value) == str(compile_err.value)
+    assert "^" in str(layer_err.value)
+    SentenceConv(2, 2, ["exp(A)"], dense=True)  # allowed on request
+
+
+@pytest.mark.parametrize(
+    ("sentences", "message"),
+    [
+        (["tr(A³)"], "graph-level"),
+        (["input h, g; (A h) ⊙ g"], "free inputs"),
+        ([], "at least one sentence"),
+    ],
+)
+def test_misuse_is_named(sentences: list[str], message: str) -> None:
+    with pytest.raises(MatlangError, match=message):
+        SentenceConv(2, 2, sentences)
+
+
+def test_identity_initialisation_checks_the_width() -> None:
+    with pytest.raises(MatlangError, match=r"\(2 \+ 0\) × 3 \+ 0 = 6"):
+        SentenceConv(3, 5, ["A", "I"], init="identity")
+
+
+def test_repr_shows_sentences_fragment_wl_receptive_field_cost_and_parameters() -> None:
+    conv = SentenceConv(4, 8, ["A", "A ⊙ A²", "input h; relu(A h) ⊙ (A² h)"], product=True)
+    text = repr(conv)
+    assert f"parameters={conv.num_parameters()}" in text
+    assert conv.num_parameters() == 3 * 4 * 8 + 2 * 4 * 8 + 8
+    assert "[support] A ⊙ A²  (L3, at most 3-WL, mask E, receptive field 1" in text
+    assert "[support] A  (L1, at most 1-WL, mask E" in text
+    assert "[channel] input h; relu(A h) ⊙ (A² h)  (L1, at most 1-WL, receptive field 2" in text
+    assert "FLOPs ≈ 2*E**2/n + E per graph" in text
+
+
+def test_dtypes_state_dict_pickle_and_determinism() -> None:
+    b = _batch()
+    x = _x(b, 3)
+    torch.manual_seed(0)
+    conv = SentenceConv(3, 4, ["A", "A ⊙ A²", "input h; relu(A h)"], product=True)
+    y32 = conv(x.float(), b.edge_index, b.batch)
+    assert y32.dtype == torch.float32
+    assert torch.equal(y32, conv(x.float(), b.edge_index, b.batch))  # deterministic
+    conv64 = pickle.loads(pickle.dumps(conv)).to(torch.float64)
+    y64 = conv64(x, b.edge_index, b.batch)
+    assert y64.dtype == torch.float64
+    torch.testing.assert_close(y64.float(), y32, rtol=1e-5, atol=1e-5)
+    torch.manual_seed(1)
+    other = SentenceConv(3, 4, ["A", "A ⊙ A²", "input h; relu(A h)"], product=True)
+    assert not torch.allclose(other(x.float(), b.edge_index, b.batch), y32)
+    other.load_state_dict(conv.state_dict())
+    assert torch.equal(other(x.float(), b.edge_index, b.batch), y32)
+    buf = io.BytesIO()
+    torch.save(conv, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert torch.equal(loaded(x.float(), b.edge_index, b.batch), y32)
+
+
+def test_readout_gives_exact_graph_features_and_channel_readouts() -> None:
+    b = _batch()
+    x = _x(b, 2)
+    readout = SentenceReadout(["tr(A³) / 6", "input h; 𝟏ᵀ (A ⊙ A²) h"], in_channels=2)
+    assert readout.out_channels == 1 + 2
+    r = readout(x, b.edge_index, b.batch)
+    assert r.shape == (len(GRAPHS), 3)
+    for k, (g, xg) in enumerate(_per_graph(b, x)):
+        assert r[k, 0].item() == sum(nx.triangles(nx.from_numpy_array(g.adjacency)).values()) / 3
+        a = g.adjacency.astype(float)
+        np.testing.assert_allclose(r[k, 1:].numpy(), np.ones(len(a)) @ (a * (a @ a)) @ xg)
+    with pytest.raises(MatlangError, match="SentenceConv"):
+        SentenceReadout(["A 𝟏"])
