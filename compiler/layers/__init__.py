@@ -6,5 +6,6 @@ from __future__ import annotations
 
 from compiler.layers.conv import SentenceConv
 from compiler.layers.readout import SentenceReadout
+from compiler.layers.transforms import SentenceFeatures
 
-__all__ = ["SentenceConv", "SentenceReadout"]
+__all__ = ["SentenceConv", "SentenceFeatures", "SentenceReadout"]

@@ -1,0 +1,189 @@
+"""``SentenceFeatures``: exact sentence values added to a graph's features (PyG's transform
+convention ``data -> data``, without requiring PyG)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
+from compiler.layers.stage import make_batch
+from matlang import ast
+from matlang.errors import GraphError, MatlangError
+from matlang.graphs import Graph
+from runtime.batch import Batch
+from runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
+
+#: The transform's name in cache keys.
+TRANSFORM = "SentenceFeatures"
+
+
+class SentenceFeatures:
+    r"""Adds the exact values of MATLANG sentences to each graph (Balcilar et al., ICML 2021,
+    Sec. 3: counting sentences), the way PyG's ``BaseTransform`` adds positional encodings.
+
+    Node-level sentences (``(A³ ⊙ I) 𝟏 / 2``: triangles at each node; ``(A⁴ ⊙ I) 𝟏``: closed
+    4-walks) become new columns of ``data.x`` (or of ``data[node_attr]``); graph-level sentences
+    (``tr(A³) / 6``: triangles) become a ``(1, K)`` row of ``data[graph_attr]``, which PyG's
+    DataLoader stacks to ``(G, K)``. Values are computed by the compiled sentences in float64
+    (exact for counts below 2⁵³), one graph at a time, and cached under the graph's
+    fingerprint, the sentences and every option: a changed option never reads a stale entry.
+
+    Args:
+        sentences: node- and/or graph-level sentences without free inputs (a program or list).
+        node_attr: where node values go: ``"x"`` appends columns to ``x`` (``x`` is created when
+            missing), any other name sets that attribute to ``(N, K)``.
+        graph_attr: the attribute that receives graph values ``(1, K)``.
+        dtype: the dtype of new attributes (appended columns follow ``x``'s dtype).
+        cache: a :class:`~runtime.preprocess.PreprocessCache` to share (one is created otherwise).
+
+    Accepts a PyG ``Data`` (copied, never changed in place), the project's
+    :class:`~matlang.graphs.Graph` (a new Graph with the columns appended to ``x``; graph-level
+    values are refused there: a Graph has no attributes) or :class:`~runtime.batch.Batch`, and a
+    list of any of these.
+    """
+
+    def __init__(
+        self,
+        sentences: str | ast.Expr | Sequence[str | ast.Expr],
+        *,
+        node_attr: str = "x",
+        graph_attr: str = "graph_features",
+        dtype: torch.dtype = torch.float32,
+        cache: PreprocessCache | None = None,
+    ) -> None:
+        infos = describe_sentences(sentences)
+        free = [i for i in infos if i.inputs or i.kind == "support"]
+        if free:
+            what = "reads a free input" if free[0].inputs else "is a matrix"
+            raise MatlangError(
+                f"{free[0].text!r} {what}: SentenceFeatures takes node- and graph-level sentences "
+                "of the graph alone (use matlang.nn.SentenceConv for the others)"
+            )
+        self.sentences: tuple[SentenceInfo, ...] = tuple(infos)
+        self.node_sentences = tuple(i.text for i in by_kind(infos, "node"))
+        self.graph_sentences = tuple(i.text for i in by_kind(infos, "graph"))
+        self.node_attr, self.graph_attr, self.dtype = node_attr, graph_attr, dtype
+        self.cache = PreprocessCache() if cache is None else cache
+        self._modules: dict[tuple[str, ...], Any] = {}
+
+    # -- values -----------------------------------------------------------------------------
+    def _params(self) -> tuple[tuple[str, Any], ...]:
+        return (("node", self.node_sentences), ("graph", self.graph_sentences))
+
+    def _module(self, texts: tuple[str, ...]) -> Any:
+        from compiler.api import compile as compile_sentences
+
+        if texts not in self._modules:
+            self._modules[texts] = compile_sentences(list(texts), dtype=torch.float64)
+        return self._modules[texts]
+
+    def _compute(self, graph: LocalGraph) -> tuple[np.ndarray, np.ndarray]:
+        """``(N, K_node)`` and ``(K_graph,)`` float64 values of one graph."""
+        n = graph.num_nodes
+        batch = make_batch(graph.edge_index, None, n, graph.edge_weight)
+        node = np.zeros((n, 0))
+        if self.node_sentences:
+            with torch.no_grad():
+                v = self._module(self.node_sentences)(batch)
+            node = v.reshape(n, len(self.node_sentences)).numpy()
+        glob = np.zeros(0)
+        if self.graph_sentences:
+            with torch.no_grad():
+                g = self._module(self.graph_sentences)(batch)
+            glob = g.reshape(len(self.graph_sentences)).numpy()
+        return node, glob
+
+    def values(self, graph: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Node values ``(N, K_node)`` and graph values ``(K_graph,)`` of one graph, through
+        the cache."""
+        local = as_local_graph(graph) if not isinstance(graph, (Graph, LocalGraph)) else graph
+        key = CacheKey(TRANSFORM, self.cache.fingerprint(local), self._params())
+        return self.cache.get_or_compute(key, lambda: self._compute(as_local_graph(local)))  # type: ignore[no-any-return]
+
+    # -- the transform ----------------------------------------------------------------------
+    def __call__(self, data: Any) -> Any:
+        if isinstance(data, (list, tuple)):
+            return [self(d) for d in data]
+        if isinstance(data, Graph):
+            return self._graph(data)
+        if isinstance(data, Batch):
+            return self._batch(data)
+        if hasattr(data, "edge_index"):
+            return self._pyg(data)
+        raise GraphError(
+            f"SentenceFeatures takes a PyG Data, a Graph or a Batch, got {type(data).__name__}"
+        )
+
+    def forward(self, data: Any) -> Any:  # PyG's BaseTransform spelling
+        return self(data)
+
+    def _append(self, x: Tensor | None, cols: np.ndarray, n: int) -> Tensor:
+        if x is None:
+            return torch.as_tensor(cols, dtype=self.dtype)
+        x2 = x.reshape(n, -1)
+        dtype = x2.dtype if x2.is_floating_point() else self.dtype
+        new = torch.as_tensor(cols, dtype=dtype, device=x2.device)
+        return torch.cat([x2.to(dtype), new], 1)
+
+    def _pyg(self, data: Any) -> Any:
+        if getattr(data, "batch", None) is not None and getattr(data, "num_graphs", 1) != 1:
+            raise GraphError(
+                "SentenceFeatures transforms one graph at a time (a dataset's transform): "
+                "apply it before batching"
+            )
+        ei = torch.as_tensor(data.edge_index)
+        n = int(data.num_nodes)
+        ew = getattr(data, "edge_weight", None)
+        node, glob = self.values(LocalGraph(ei.to(torch.int64), n, ew))
+        out = copy.copy(data)
+        if self.node_sentences:
+            current = getattr(data, self.node_attr, None) if self.node_attr == "x" else None
+            out[self.node_attr] = self._append(current, node, n)
+        if self.graph_sentences:
+            out[self.graph_attr] = torch.as_tensor(glob, dtype=self.dtype).reshape(1, -1)
+        return out
+
+    def _graph(self, g: Graph) -> Graph:
+        if self.graph_sentences:
+            raise GraphError(
+                "graph-level sentences need somewhere to go: a Graph has only x; use a Batch or a "
+                "PyG Data",
+                g.label(),
+            )
+        if self.node_attr != "x":
+            raise GraphError(f"a Graph has no attribute {self.node_attr!r}, only x", g.label())
+        node, _ = self.values(g)
+        x = (
+            node
+            if g.x is None
+            else np.concatenate([np.asarray(g.x).reshape(g.num_nodes, -1), node], 1)
+        )
+        return Graph(g.adjacency, g.name, x)
+
+    def _batch(self, b: Batch) -> Batch:
+        graphs = b.to_graphs()
+        if self.graph_sentences or self.node_attr != "x":
+            raise GraphError(
+                "a Batch has only x: graph-level sentences and other attributes need PyG Data"
+            )
+        cols = (
+            np.concatenate([self.values(g)[0] for g in graphs], 0)
+            if graphs
+            else np.zeros((0, len(self.node_sentences)))
+        )
+        return dataclasses.replace(b, x=self._append(b.x, cols, b.num_nodes))
+
+    def __repr__(self) -> str:
+        texts = ", ".join(repr(i.text) for i in self.sentences)
+        attrs = f"node_attr={self.node_attr!r}, graph_attr={self.graph_attr!r}"
+        return f"{type(self).__name__}([{texts}], {attrs})"
+
+
+__all__ = ["SentenceFeatures", "TRANSFORM"]
