@@ -53,11 +53,34 @@ def _ops(plan: Plan) -> list[str]:
         "tr((diag(A 𝟏) A ⊙ A²)²)",
     ],
 )
-def test_lowered_plans_pass_the_checker(text: str) -> None:
+def test_checker_passes_lowered_plans_and_rejects_them_broken(text: str) -> None:
+    """A lowered plan passes; the same plan broken in one place (a step reading a later
+    register, an unknown op, a wrong arity, a wrong result kind, an output past the end, its
+    literals' parameters undeclared) is rejected with the rule it breaks."""
     plan = _lowered(text)
     assert check(plan) is plan
-    for s in plan.steps:
-        assert s.op in OPS
+    assert all(s.op in OPS for s in plan.steps)
+    *body, last = plan.steps
+    assert last.args  # a readout or an arithmetic step: it reads earlier registers
+    other = GRAPH if last.kind != GRAPH else NODE
+
+    def ending(step: Step) -> Plan:
+        return dataclasses.replace(plan, steps=(*body, step))
+
+    past_the_end = (Output("x", len(plan.steps), "graph"),)
+
+    broken = [
+        ("not an earlier register", dataclasses.replace(plan, steps=(last, *body))),
+        ("unknown op", ending(dataclasses.replace(last, op="nop"))),
+        ("takes .* argument", ending(dataclasses.replace(last, args=last.args * 3))),
+        (f"result kind {other}, expected", ending(dataclasses.replace(last, kind=other))),
+        ("missing register", dataclasses.replace(plan, outputs=past_the_end)),
+    ]
+    if plan.params:
+        broken.append(("unknown parameter", dataclasses.replace(plan, params=())))
+    for message, bad in broken:
+        with pytest.raises(PlanError, match=message):
+            check(bad)
 
 
 def test_common_subexpressions_are_computed_once() -> None:
