@@ -80,12 +80,19 @@ def compile(  # noqa: A001 - the public name the design asks for
     )
 
 
-def explain(source: Any, *, dense: bool = False, weights: str = "literals") -> str:
-    """The plan of ``source`` and its cost model, as text (what ``--explain`` prints)."""
+def explain(
+    source: Any, *, dense: bool = False, weights: str = "literals", dtype_bytes: int = 4
+) -> str:
+    """The plan of ``source`` (sentences, or a :class:`Plan` already lowered) and its cost model
+    for numbers of ``dtype_bytes`` bytes, as text (what ``matlang compile --explain`` prints)."""
     from compiler.cost import describe
 
-    plan = lower(as_program(source), dense=dense, weights=weights)
-    return render(plan) + "\n" + describe(plan)
+    plan = (
+        source
+        if isinstance(source, Plan)
+        else lower(as_program(source), dense=dense, weights=weights)
+    )
+    return render(plan) + "\n" + describe(plan, dtype_bytes=dtype_bytes)
 
 
 def materialise(

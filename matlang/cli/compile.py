@@ -84,10 +84,10 @@ def _values(model: Any, graphs: list[Any], torch_dtype: Any) -> list[Any]:
 def run_compile(args: argparse.Namespace) -> int:
     import torch
 
-    from compiler.cost import describe, predict
+    from compiler.api import explain
+    from compiler.cost import predict
     from compiler.lower import lower
     from compiler.module import CompiledModule
-    from compiler.plan import render
 
     program = read_sentences(args)
     plan = lower(program, dense=args.dense)
@@ -95,20 +95,19 @@ def run_compile(args: argparse.Namespace) -> int:
     nbytes = 8 if dtype == torch.float64 else 4
     has_graphs = bool(args.graph or args.graph6 or args.file)
     if args.explain or not has_graphs:
-        print(render(plan))
-        print(describe(plan, dtype_bytes=nbytes))
+        print(explain(plan, dtype_bytes=nbytes))
         sys.stdout.flush()
     if not has_graphs:
         return 0
     graphs = graphs_from_args(args)
     model = CompiledModule(plan, dtype=dtype, backend=args.backend)
     values = _values(model, graphs, dtype)
-    costs = [predict(plan, g, dtype_bytes=nbytes) for g in graphs]
+    costs = [predict(plan, g, dtype_bytes=nbytes).as_dict() for g in graphs]
     masks = [
         {
             "register": plan.name(m.register),
             "support": m.support,
-            "entries": [int(c.mask_entries[m.register]) for c in costs],
+            "entries": [c["mask_entries"][str(m.register)] for c in costs],
         }
         for m in plan.masks
     ]
@@ -116,8 +115,8 @@ def run_compile(args: argparse.Namespace) -> int:
         "values": values,
         "mask": masks,
         "layers": plan.layers(),
-        "predicted_bytes": [int(c.peak_bytes) for c in costs],
-        "predicted_flops": [int(c.flops) for c in costs],
+        "predicted_bytes": [c["predicted_bytes"] for c in costs],
+        "predicted_flops": [c["predicted_flops"] for c in costs],
     }
     if args.json:
         report["graphs"] = [g.label() for g in graphs]
@@ -125,8 +124,8 @@ def run_compile(args: argparse.Namespace) -> int:
         return 0
     for g, v, c in zip(graphs, values, costs):
         print(
-            f"  {g.label()}: {json.dumps(v)}  (predicted {int(c.peak_bytes)} bytes, "
-            f"{int(c.flops)} FLOPs)"
+            f"  {g.label()}: {json.dumps(v)}  (predicted {c['predicted_bytes']} bytes, "
+            f"{c['predicted_flops']} FLOPs)"
         )
     for m in masks:
         print(f"  mask {m['register']} = {m['support']}: entries {m['entries']}")
