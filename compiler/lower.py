@@ -92,7 +92,7 @@ def _wrapped(e: ast.Expr) -> str:
     return t if isinstance(e, (ast.Input, ast.Diag, ast.Apply, ast.Transpose)) else f"({t})"
 
 
-class Lowering:
+class PlanLowering:
     """Builds one :class:`Plan` for one or more sentences (see the module docstring).
 
     Args:
@@ -726,7 +726,7 @@ def lower(program: ast.Program, *, dense: bool = False, weights: str = "literals
             + ") cannot share one module: compile graph-level, node-level and matrix sentences "
             "separately"
         )
-    lowering = Lowering(dense=dense, weights=weights, inputs=inputs)
+    lowering = PlanLowering(dense=dense, weights=weights, inputs=inputs)
     try:
         outputs = [lowering.sentence(e, name) for e, name in sentences]
     except (FullMaskError, LoweringError) as err:
@@ -734,4 +734,4 @@ def lower(program: ast.Program, *, dense: bool = False, weights: str = "literals
     return lowering.finish(outputs)
 
 
-__all__ = ["Lowering", "LoweringError", "MaskRef", "lower"]
+__all__ = ["LoweringError", "PlanLowering", "MaskRef", "lower"]
