@@ -13,6 +13,7 @@ the all-pairs mask) through :mod:`runtime.masks`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check
+from compiler.constants import ConstantStage, graphs_of, to_torch
+from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
 from runtime import sparse
@@ -130,6 +132,9 @@ class CompiledModule(nn.Module):
         nonfinite: ``"error"`` (like the dense evaluator, a function value or division that is
             not finite raises :class:`~matlang.errors.EvaluationError`) or ``"keep"``.
         validate: check every batch (symmetric edges, no self-loops, indices in range).
+        constants: ``"graphblas"`` (default): the steps that depend only on the graph run once
+            per batch on GraphBLAS (:mod:`compiler.constants`) and are remembered on the batch;
+            ``"torch"``: every step runs in torch on every call.
 
     Shapes:
         graph-level sentences: ``(G,)`` for one sentence, ``(G, S)`` for ``S`` sentences;
@@ -147,6 +152,7 @@ class CompiledModule(nn.Module):
         nonfinite: str = "error",
         validate: bool = True,
         hidden: int = 16,
+        constants: str = "graphblas",
     ) -> None:
         super().__init__()
         check(plan)
@@ -154,8 +160,11 @@ class CompiledModule(nn.Module):
             raise MatlangError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if nonfinite not in ("error", "keep"):
             raise MatlangError(f"nonfinite must be 'error' or 'keep', got {nonfinite!r}")
+        if constants not in ("graphblas", "torch"):
+            raise MatlangError(f"constants must be 'graphblas' or 'torch', got {constants!r}")
         self.plan = plan
         self.dtype = dtype
+        self.constants = constants
         self.backend = None if backend is None else sparse.resolve_backend(backend)
         self.nonfinite = nonfinite
         self.validate = validate
@@ -192,6 +201,13 @@ class CompiledModule(nn.Module):
             (k, op, st, st.args, self._frees[k])
             for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
         ]
+        self._stage = ConstantStage(
+            plan, trainable_functions=trainable_functions, nonfinite=nonfinite
+        )
+        self._learnable = [p for p in self._program if not self._stage.const[p[0]]]
+        # what the constants depend on besides the graph: the plan and every option
+        options = repr((render(plan), trainable_functions, nonfinite))
+        self._constants_key = "constants." + hashlib.sha1(options.encode()).hexdigest()
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -269,19 +285,41 @@ class CompiledModule(nn.Module):
             ones=self._unit_if_unweighted if weight is None else frozenset(),
         )
 
+    def _graph_constants(self, ctx: _Context) -> tuple[dict[int, Tensor], list[Any]]:
+        """The plan's graph constants on this batch (GraphBLAS), as the interpreter's registers,
+        and the (shape, bytes) of every constant register for the run statistics."""
+        edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
+        graphs = graphs_of(ctx.batch, edges, weight)
+        values, sizes = self._stage.run(graphs)
+        item = torch.empty((), dtype=ctx.dtype).element_size()
+        stats: list[Any] = [None] * len(self.plan.steps)
+        for k, size in sizes.items():
+            mask = self.plan.steps[k].kind == MASK
+            stats[k] = ((2, size), 16 * size) if mask else ((size,), item * size)
+        regs = {
+            k: to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device) for k, v in values.items()
+        }
+        return regs, stats
+
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
         regs = ctx.regs
-        shapes: list[torch.Size] = []  # of every register, for the trace (built on demand)
-        nbytes: list[int] = []
-        for k, op, step, args, frees in self._program:
+        program = self._program
+        stats: list[Any] = [None] * len(self.plan.steps)  # (shape, bytes) for the statistics
+        given = ctx.batch.edge_weight
+        if self.constants == "graphblas" and not (given is not None and given.requires_grad):
+            key = f"{self._constants_key}.{ctx.dtype}.{ctx.device}"
+            constants, stats = ctx.batch.cached(key, lambda: self._graph_constants(ctx))
+            stats = list(stats)
+            regs.update(constants)
+            program = self._learnable
+        for k, op, step, args, frees in program:
             out = op(ctx, step, [regs[a] for a in args])
             regs[k] = out
-            shapes.append(out.shape)
-            nbytes.append(out.nbytes)
+            stats[k] = (out.shape, out.nbytes)
             for a in frees:
-                del regs[a]
-        self.__dict__["_last_run"] = (shapes, nbytes, ctx.n, int(ctx.edges.shape[1]))
+                regs.pop(a, None)
+        self.__dict__["_last_run"] = (stats, ctx.n, int(ctx.edges.shape[1]))
         outs = [regs[o.register] for o in self.plan.outputs]
         if self.nonfinite == "error":
             for o, v in zip(self.plan.outputs, outs):
@@ -294,14 +332,14 @@ class CompiledModule(nn.Module):
         run = self.__dict__.get("_last_run")
         if run is None:
             return None
-        shapes, nbytes, n, e = run
+        stats, n, e = run
         live = peak = 0
-        for k, size in enumerate(nbytes):
+        for k, (_, size) in enumerate(stats):
             live += size
             peak = max(peak, live)
-            live -= sum(nbytes[a] for a in self._frees[k])
-        mask_entries = {k: int(shapes[k][-1]) for k in sorted(self._mask_steps)}
-        edge_entries = {k: math.prod(shapes[k]) for k in sorted(self._edge_steps)}
+            live -= sum(stats[a][1] for a in self._frees[k])
+        mask_entries = {k: int(stats[k][0][-1]) for k in sorted(self._mask_steps)}
+        edge_entries = {k: math.prod(stats[k][0]) for k in sorted(self._edge_steps)}
         return Trace(mask_entries, edge_entries, peak, n, e)
 
     def _graph_of(self, ctx: _Context, step: Step, index: int) -> str:

@@ -1,0 +1,475 @@
+"""Graph constants on SuiteSparse:GraphBLAS (python-graphblas): masks, masked products, reductions.
+
+A graph constant is a value that depends only on the graph (masks, ``A ⊙ A²``, ``diag(A³)``,
+degrees, traces, functions of those). This module holds the kernels that compute them on a
+block-diagonal batch, exactly (int64) where the values are integers and in float64 otherwise:
+
+=====================  ========================================================================
+:class:`Mask`          a set of entries (its CSR structure, sorted row-major), possibly read
+                       transposed: ``Sᵀ`` is ``S`` with the roles of rows and columns swapped,
+                       entry ``k`` of ``Sᵀ`` being entry ``k`` of ``S`` flipped
+``sampled``            ``(A B)|S`` by a masked ``mxm`` (``C(S.S) << A.mxm(B)``): the unmasked
+                       product is never formed
+``compose``/``union``  ``S ∘ T`` (``any_pair`` product) and ``S ∪ T``
+``lookup``             ``M|S`` read from ``M`` on another mask (0 where it has no entry)
+``propagate``          ``M h`` (``mxv``); ``row_sum``, ``diagonal``, ``readout``
+=====================  ========================================================================
+
+Values on a mask are numpy arrays aligned with the mask's entries (row-major for ``S``, the same
+order flipped for ``Sᵀ``), so pointwise operations are numpy operations and the arrays go to
+torch without a copy (``torch.from_numpy``). A value equal on every entry is a 0-d array (an iso
+value: ``A`` of a 0/1 graph, ``𝟏``).
+
+Integer values are checked against int64 before every product: a bound on the result is computed
+from the operands (largest magnitude times the largest row count) and, past ``2⁶²``, the product
+is taken in float64 (``exact=False``) or refused with :class:`~matlang.errors.EvaluationError`
+(``exact=True``), never wrapped around silently.
+
+Threads: GraphBLAS uses ``torch.get_num_threads()`` threads unless :func:`set_threads` fixed a
+number (``None`` goes back to following torch).
+"""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+from functools import cached_property
+from math import lcm
+from typing import Any
+
+import numpy as np
+
+from matlang.errors import EvaluationError
+
+#: Integer values stay int64 while a bound on every entry is below this.
+SAFE = 2**62
+
+_THREADS: int | None = None
+_LOCK = threading.Lock()
+
+
+def set_threads(n: int | None) -> None:
+    """GraphBLAS's thread count: ``n``, or ``None`` to follow ``torch.get_num_threads()``."""
+    global _THREADS
+    if n is not None and int(n) < 1:
+        raise ValueError(f"thread count must be at least 1, got {n}")
+    _THREADS = None if n is None else int(n)
+
+
+def _gb() -> Any:
+    """python-graphblas, imported on first use with its thread count set."""
+    import graphblas
+
+    want = _THREADS
+    if want is None:
+        import torch
+
+        want = torch.get_num_threads()
+    if graphblas.ss.config["nthreads"] != want:
+        graphblas.ss.config["nthreads"] = want
+    return graphblas
+
+
+# --------------------------------------------------------------------------- values
+
+
+def is_iso(x: np.ndarray) -> bool:
+    """A 0-d array: one value for every entry."""
+    return x.ndim == 0
+
+
+def maxabs(x: np.ndarray) -> int | float:
+    """The largest magnitude of ``x`` (0 when empty), exact for integers."""
+    if x.size == 0:
+        return 0
+    if x.dtype == object:
+        return max(abs(v) for v in x.flat)
+    m = np.abs(x).max()
+    return int(m) if x.dtype.kind in "iub" else float(m)
+
+
+def _integral(x: np.ndarray) -> bool:
+    return x.dtype.kind in "iub"
+
+
+def _common_denominator(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """An object array of Fractions as ``(int64 numerators, denominator)``: ``x = num / den``,
+    so integer kernels can run on rational values exactly."""
+    den = 1
+    for v in x.flat:
+        if isinstance(v, Fraction):
+            den = lcm(den, v.denominator)
+    num = np.empty(x.shape, dtype=object)
+    num.flat[:] = [int(v * den) for v in x.flat]
+    if maxabs(num) >= SAFE:
+        raise EvaluationError("a rational value's numerator exceeds int64 on the sparse path")
+    return num.astype(np.int64), den
+
+
+def _rational(num: np.ndarray, den: int) -> np.ndarray:
+    """``num / den`` as exact numbers (ints where whole)."""
+    if den == 1:
+        return num
+    out = np.empty(num.shape, dtype=object)
+    out.flat[:] = [_exact(Fraction(int(v), den)) for v in num.flat]
+    return out
+
+
+def _exact(v: Fraction) -> int | Fraction:
+    return int(v) if v.denominator == 1 else v
+
+
+# --------------------------------------------------------------------------- masks
+
+
+class Mask:
+    """A set of entries of an ``n × n`` matrix (sorted CSR structure), read as it is or
+    transposed (``transposed``: entry ``k`` is entry ``k`` of the structure, flipped)."""
+
+    def __init__(
+        self, n: int, indptr: np.ndarray, indices: np.ndarray, *, transposed: bool = False
+    ) -> None:
+        self.n = int(n)
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(indices, dtype=np.int64)
+        self.transposed = transposed
+        self._flipped: Mask | None = None
+
+    # constructors -----------------------------------------------------------------------
+    @staticmethod
+    def from_sorted_coo(n: int, rows: np.ndarray, cols: np.ndarray) -> Mask:
+        """Entries sorted row-major without repeats."""
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        out = Mask(n, indptr, cols)
+        out.__dict__["base_rows"] = np.ascontiguousarray(rows, dtype=np.int64)
+        return out
+
+    @staticmethod
+    def identity(n: int) -> Mask:
+        return Mask(n, np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64))
+
+    @staticmethod
+    def empty(n: int) -> Mask:
+        return Mask(n, np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    @staticmethod
+    def full(ptr: np.ndarray) -> Mask:
+        """Every pair of nodes of the same graph (``ptr``: the graphs' node offsets)."""
+        sizes = np.diff(ptr)
+        n = int(ptr[-1]) if ptr.size else 0
+        per_row = np.repeat(sizes, sizes)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_row, out=indptr[1:])
+        starts = np.repeat(ptr[:-1], sizes)  # first node of each row's graph
+        first = np.repeat(indptr[:-1], per_row)
+        cols = np.repeat(starts, per_row) + np.arange(int(indptr[-1])) - first
+        return Mask(n, indptr, cols)
+
+    @staticmethod
+    def from_gb(matrix: Any) -> Mask:
+        """The structure of a GraphBLAS matrix."""
+        info = matrix.ss.export("csr", sort=True, raw=False)
+        return Mask(matrix.nrows, info["indptr"].view(np.int64), info["col_indices"].view(np.int64))
+
+    # views ------------------------------------------------------------------------------
+    def flip(self) -> Mask:
+        """``Sᵀ`` aligned entry by entry with ``S`` (one object per mask and its flip)."""
+        if self._flipped is None:
+            f = Mask.__new__(Mask)
+            f.__dict__.update(
+                {
+                    k: v
+                    for k, v in self.__dict__.items()
+                    if k in ("base_rows", "pattern", "keys", "_matrices")
+                }
+            )
+            f.n, f.indptr, f.indices = self.n, self.indptr, self.indices
+            f.transposed, f._flipped = not self.transposed, self
+            self._flipped = f
+        return self._flipped
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.size)
+
+    @cached_property
+    def base_rows(self) -> np.ndarray:
+        """Row of each stored entry (of the structure, before any transpose)."""
+        return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Row of each entry as this mask is read."""
+        return self.indices if self.transposed else self.base_rows
+
+    @property
+    def cols(self) -> np.ndarray:
+        return self.base_rows if self.transposed else self.indices
+
+    @cached_property
+    def row_counts(self) -> np.ndarray:
+        if self.transposed:
+            return np.bincount(self.indices, minlength=self.n).astype(np.int64)
+        return np.diff(self.indptr)
+
+    @cached_property
+    def max_row(self) -> int:
+        return int(self.row_counts.max()) if self.n else 0
+
+    @cached_property
+    def pattern(self) -> Any:
+        """The structure as a GraphBLAS BOOL matrix (untransposed)."""
+        return self._import(np.array(True))
+
+    def matrix(self, values: np.ndarray) -> Any:
+        """The matrix holding ``values`` (aligned with the entries) on this mask, as GraphBLAS
+        reads it: a transposed view for a transposed mask (an iso matrix is built once)."""
+        iso = is_iso(values)
+        if iso:
+            key = ("iso", values.dtype.str, values.item())
+            hit = self._matrices.get(key)
+            if hit is None:
+                hit = self._matrices[key] = self._import(values)
+            return hit.T if self.transposed else hit
+        m = self._import(values)
+        return m.T if self.transposed else m
+
+    @cached_property
+    def _matrices(self) -> dict[Any, Any]:
+        return {}
+
+    def _import(self, values: np.ndarray) -> Any:
+        gb = _gb()
+        iso = is_iso(values)
+        vals = np.ascontiguousarray(values.reshape(1) if iso else values)
+        m = gb.Matrix.ss.import_csr(
+            nrows=self.n,
+            ncols=self.n,
+            indptr=self.indptr,
+            col_indices=self.indices,
+            values=vals,
+            is_iso=iso,
+            sorted_cols=True,
+        )
+        return m
+
+    def align(self, result: Any, dtype: np.dtype) -> np.ndarray:
+        """The entries of ``result`` (a GraphBLAS matrix read as this mask is, its structure a
+        subset of this mask's) as an array aligned with the mask, 0 where it has no entry."""
+        gb = _gb()
+        r = result.T.new() if self.transposed else result
+        if r.nvals == self.nnz:  # every entry present: the values in row-major order
+            info = r.ss.export("csr", sort=True)
+            return np.ascontiguousarray(info["values"], dtype=dtype)
+        out = np.zeros(self.nnz, dtype=dtype)
+        if r.nvals == 0:
+            return out
+        if r.nvals * 4 < self.nnz:  # few entries: find their places by binary search
+            rows, cols, vals = r.to_coo()
+            pos = np.searchsorted(self.keys, rows.astype(np.int64) * self.n + cols)
+            out[pos] = vals
+            return out
+        z = self._import(np.zeros((), dtype=dtype))  # a fresh one: it is written to
+        z(gb.binary.plus) << r
+        info = z.ss.export("csr", sort=True)
+        return np.ascontiguousarray(info["values"], dtype=dtype)
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """Row-major keys ``i·n + j`` of the structure (sorted)."""
+        return self.base_rows * self.n + self.indices
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+class Kernels:
+    """The GraphBLAS kernels of one batch: ``n`` nodes, ``ptr`` graph offsets, ``node_graph``
+    the graph of each node; ``exact``: integers stay exact (overflow raises) and divisions give
+    Fractions, else past int64 the values go to float64."""
+
+    def __init__(self, n: int, ptr: np.ndarray, node_graph: np.ndarray, *, exact: bool) -> None:
+        self.n = n
+        self.ptr = ptr
+        self.node_graph = node_graph
+        self.exact = exact
+
+    # overflow -------------------------------------------------------------------------
+    def fits(self, bound: int | float, what: str) -> bool:
+        """Whether integers bounded by ``bound`` stay exact in int64; in exact mode a bound
+        past it raises."""
+        if bound < SAFE:
+            return True
+        if self.exact:
+            raise EvaluationError(
+                f"{what} may exceed int64 (a bound of {bound:.3g}) on the sparse path; evaluate "
+                "this graph with the dense evaluator (exact big integers)"
+            )
+        return False
+
+    def _integer_operands(
+        self, *xs: np.ndarray, terms: int, what: str
+    ) -> tuple[list[np.ndarray], int]:
+        """``xs`` as int64 or float64 arrays for a kernel summing up to ``terms`` products, and
+        the denominator the integer result has (exact rationals are scaled to integers)."""
+        den = 1
+        out = []
+        for x in xs:
+            if x.dtype == object:
+                num, d = _common_denominator(x)
+                den *= d
+                out.append(num)
+            else:
+                out.append(x)
+        if all(_integral(x) for x in out):
+            bound = terms
+            for x in out:
+                bound *= maxabs(x)
+            if not self.fits(bound, what):
+                out = [x.astype(np.float64) for x in out]
+        return out, den
+
+    # masks ----------------------------------------------------------------------------
+    def compose(self, a: Mask, b: Mask) -> Mask:
+        """``a ∘ b``: entries ``(i, j)`` with a path ``(i, k) ∈ a``, ``(k, j) ∈ b``."""
+        gb = _gb()
+        pa = a.pattern.T if a.transposed else a.pattern
+        pb = b.pattern.T if b.transposed else b.pattern
+        return Mask.from_gb(pa.mxm(pb, gb.semiring.any_pair[gb.dtypes.BOOL]).new())
+
+    def union(self, a: Mask, b: Mask) -> Mask:
+        gb = _gb()
+        pa = a.pattern.T if a.transposed else a.pattern
+        pb = b.pattern.T if b.transposed else b.pattern
+        return Mask.from_gb(pa.ewise_add(pb, gb.binary.lor).new())
+
+    # matrices on masks ----------------------------------------------------------------
+    def sampled(self, a: Mask, va: np.ndarray, b: Mask, vb: np.ndarray, s: Mask) -> np.ndarray:
+        """``(A B)|S``: a masked product, aligned with ``s``."""
+        gb = _gb()
+        terms = min(a.max_row, b.n)
+        (va, vb), den = self._integer_operands(va, vb, terms=max(terms, 1), what="a product")
+        dtype = np.result_type(va.dtype, vb.dtype)
+        unit = is_iso(va) and is_iso(vb) and va == 1 and vb == 1
+        ring = gb.semiring.plus_pair if unit else gb.semiring.plus_times
+        out_type = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
+        if s.transposed:  # (A B)ᵀ = Bᵀ Aᵀ on the structure of s, read back transposed
+            left, right = b.matrix(vb).T, a.matrix(va).T
+            target = s.flip()
+        else:
+            left, right, target = a.matrix(va), b.matrix(vb), s
+        c = gb.Matrix(out_type, s.n, s.n)
+        c(target.pattern.S) << left.mxm(right, ring[out_type])
+        out = target.align(c, np.dtype(out_type.np_type))
+        return _rational(out, den) if den != 1 else out
+
+    def lookup(self, src: Mask, values: np.ndarray, dst: Mask) -> np.ndarray:
+        """``M|dst`` from ``M`` on ``src``: 0 where ``src`` has no entry."""
+        if is_iso(values) and src.nnz == dst.nnz and np.array_equal(src.keys, dst.keys):
+            if src.transposed == dst.transposed:
+                return values
+        gb = _gb()
+        exact_obj = values.dtype == object
+        vals, den = (_common_denominator(values) if exact_obj else (values, 1))
+        m = src.matrix(vals)
+        target = dst.flip() if dst.transposed else dst
+        read = m.T if dst.transposed else m
+        c = gb.Matrix(read.dtype, dst.n, dst.n)
+        c(target.pattern.S) << read
+        out = target.align(c, np.dtype(read.dtype.np_type))
+        return _rational(out, den) if exact_obj else out
+
+    def eye(self, s: Mask) -> np.ndarray:
+        return (s.base_rows == s.indices).astype(np.int64)
+
+    # node values ----------------------------------------------------------------------
+    def propagate(self, s: Mask, values: np.ndarray, h: np.ndarray, transpose: bool) -> np.ndarray:
+        """``M h`` (``Mᵀ h``) with ``M`` given by ``values`` on ``s``."""
+        read = s.flip() if transpose else s
+        if is_iso(values) and is_iso(h):
+            return read.row_counts * (values * h)
+        gb = _gb()
+        (vals, vec), den = self._integer_operands(
+            values, h, terms=max(read.max_row, 1), what="a matrix-vector product"
+        )
+        if is_iso(vec):
+            vec = np.full(self.n, vec, dtype=vec.dtype)
+        m = read.matrix(vals)
+        dtype = np.result_type(vals.dtype, vec.dtype)
+        t = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
+        v = gb.Vector.from_dense(np.ascontiguousarray(vec, dtype=t.np_type))
+        ring = gb.semiring.plus_second if is_iso(vals) and vals == 1 else gb.semiring.plus_times
+        out = m.mxv(v, ring[t]).new().to_dense(fill_value=0, dtype=t.np_type)
+        return _rational(out, den) if den != 1 else out
+
+    def row_sum(self, s: Mask, values: np.ndarray) -> np.ndarray:
+        """``M 𝟏`` of ``M`` on ``s``."""
+        if is_iso(values):
+            return s.row_counts * values
+        if values.dtype == object:
+            out = np.zeros(self.n, dtype=object)
+            np.add.at(out, s.rows, values)
+            return out
+        if not s.transposed:
+            bound = maxabs(values) * max(s.max_row, 1)
+            if _integral(values) and not self.fits(bound, "a row sum"):
+                values = values.astype(np.float64)
+            # exact for integers: a running sum read at the row ends (wrap-around cancels)
+            total = np.zeros(s.nnz + 1, dtype=values.dtype)
+            np.cumsum(values, out=total[1:])
+            return total[s.indptr[1:]] - total[s.indptr[:-1]]
+        gb = _gb()
+        m = s.matrix(values)
+        t = m.dtype
+        return m.reduce_rowwise(gb.monoid.plus[t]).new().to_dense(fill_value=0, dtype=t.np_type)
+
+    def diagonal(self, s: Mask, values: np.ndarray) -> np.ndarray:
+        on = s.base_rows == s.indices
+        out = np.zeros(self.n, dtype=values.dtype)
+        out[s.base_rows[on]] = values if is_iso(values) else values[on]
+        return out
+
+    def readout(self, v: np.ndarray) -> np.ndarray:
+        """``𝟏ᵀ v`` per graph."""
+        if is_iso(v):
+            return np.diff(self.ptr) * v
+        if v.dtype == object:
+            return np.array(
+                [sum(v[a:b], 0) for a, b in zip(self.ptr[:-1], self.ptr[1:])], dtype=object
+            )
+        if _integral(v):
+            sizes = np.diff(self.ptr)
+            if not self.fits(maxabs(v) * (int(sizes.max()) if sizes.size else 1), "a readout"):
+                v = v.astype(np.float64)
+        total = np.zeros(v.size + 1, dtype=v.dtype)
+        np.cumsum(v, out=total[1:])
+        return total[self.ptr[1:]] - total[self.ptr[:-1]]
+
+    # pointwise ------------------------------------------------------------------------
+    def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if _integral(x) and _integral(y) and not self.fits(maxabs(x) * maxabs(y), "a product"):
+            x = x.astype(np.float64)
+        return np.multiply(x, y)
+
+    def add(self, x: np.ndarray, y: np.ndarray, sign: int = 1) -> np.ndarray:
+        if _integral(x) and _integral(y) and not self.fits(maxabs(x) + maxabs(y), "a sum"):
+            x = x.astype(np.float64)
+        return np.add(x, y) if sign > 0 else np.subtract(x, y)
+
+    def div(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if not self.exact or not (
+            (_integral(x) or x.dtype == object) and (_integral(y) or y.dtype == object)
+        ):
+            return np.true_divide(x, y)
+        if _integral(x) and _integral(y):
+            q, r = np.divmod(x, y)
+            if not np.any(r):
+                return q
+        xs, ys = np.broadcast_arrays(np.asarray(x, dtype=object), np.asarray(y, dtype=object))
+        out = np.empty(xs.shape, dtype=object)
+        out.flat[:] = [_exact(Fraction(a) / Fraction(b)) for a, b in zip(xs.flat, ys.flat)]
+        return out
+
+
+__all__ = ["Kernels", "Mask", "SAFE", "is_iso", "maxabs", "set_threads"]
