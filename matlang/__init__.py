@@ -46,12 +46,45 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'matlang' has no attribute {name!r}")
 
 
-def evaluate(expr: Expr | str, graph: Any, **kwargs: Any) -> Any:
+#: Above this many nodes, a graph given in a sparse form is evaluated on GraphBLAS.
+DENSE_LIMIT = 4096
+
+
+def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwargs: Any) -> Any:
     """The exact value of a sentence on a graph or a list of graphs (see
-    :func:`matlang.evaluator.evaluate`)."""
+    :func:`matlang.evaluator.evaluate`).
+
+    ``sparse=True`` computes it on GraphBLAS (:func:`compiler.constants.evaluate_sparse`): the
+    same exact integers and Fractions for sentences without node inputs, on graphs too large
+    for a dense n×n matrix (a matrix value comes back as a scipy CSR array). ``None`` (default)
+    chooses GraphBLAS for a scipy sparse adjacency, a PyG ``Data``/``Batch`` or a
+    ``runtime.batch.Batch`` of more than :data:`DENSE_LIMIT` nodes."""
+    if sparse is None:
+        sparse = _large_sparse(graph)
+    if sparse:
+        if kwargs.get("inputs") or kwargs.get("exact", True) is False:
+            from matlang.errors import MatlangError
+
+            raise MatlangError(
+                "the sparse evaluator computes exact values of sentences without inputs; "
+                "pass sparse=False for inputs or exact=False"
+            )
+        from compiler.constants import evaluate_sparse
+
+        return evaluate_sparse(expr, graph)
     from matlang.evaluator import evaluate as _evaluate
 
     return _evaluate(expr, graph, **kwargs)
+
+
+def _large_sparse(graph: Any) -> bool:
+    """A graph in a sparse form (scipy sparse, an edge_index) with many nodes."""
+    if hasattr(graph, "tocoo") and hasattr(graph, "shape"):
+        return int(graph.shape[0]) > DENSE_LIMIT
+    if hasattr(graph, "edge_index"):
+        n = getattr(graph, "num_nodes", None)
+        return n is not None and int(n) > DENSE_LIMIT
+    return False
 
 
 def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = False) -> Analysis:

@@ -21,14 +21,74 @@ def register(sub: Any) -> None:
     e.add_argument("--sentences", metavar="FILE", help="a file of (named) sentences")
     add_graph_arguments(e)
     e.add_argument("--float", action="store_true", help="evaluate in float64 instead of exactly")
+    e.add_argument(
+        "--sparse",
+        action="store_true",
+        help="evaluate exactly on GraphBLAS (sparse; sentences without inputs; any graph size)",
+    )
+    e.add_argument(
+        "--edges",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a graph as an edge list (one 'u v' pair per line, both directions, or a .npy "
+        "(2, E) array); read sparse, for graphs too large for the dense evaluator (--sparse)",
+    )
     e.add_argument("--json", action="store_true", help="print JSON")
     e.set_defaults(func=run_eval)
 
 
+class _EdgeList:
+    """An edge-list file as a PyG-like graph (sorted row-major, ``num_nodes`` = largest id + 1)."""
+
+    def __init__(self, path: str) -> None:
+        import numpy as np
+        import torch
+
+        from matlang.errors import GraphError
+
+        try:
+            raw = np.load(path) if path.endswith(".npy") else np.loadtxt(path, dtype=np.int64)
+        except (OSError, ValueError) as err:
+            raise GraphError(f"cannot read the edge list {path}: {err}", path) from None
+        ei = np.asarray(raw, dtype=np.int64)
+        if ei.ndim == 2 and ei.shape[1] == 2 and ei.shape[0] != 2:
+            ei = ei.T
+        if ei.size == 0:
+            ei = ei.reshape(2, 0)
+        if ei.ndim != 2 or ei.shape[0] != 2:
+            raise GraphError(f"an edge list must hold (u, v) pairs, got shape {raw.shape}", path)
+        order = np.lexsort((ei[1], ei[0]))
+        self.edge_index = torch.from_numpy(np.ascontiguousarray(ei[:, order]))
+        self.num_nodes = int(ei.max()) + 1 if ei.size else 0
+        self.name = path
+
+
+def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:
+    """Each sentence on GraphBLAS over the --edges files and the dense graphs given."""
+    from compiler.constants import evaluate_sparse
+
+    sources: list[tuple[Any, str]] = [(_EdgeList(p), p) for p in args.edges]
+    if args.graph or args.graph6 or args.file or not sources:
+        sources += [(g, g.label()) for g in graphs_from_args(args)]
+    results = []
+    for s in program:
+        vals = [evaluate_sparse(s.expr, g) for g, _ in sources]
+        results.append((s, vals, [name for _, name in sources]))
+    return results
+
+
 def run_eval(args: argparse.Namespace) -> int:
-    from matlang.evaluator import evaluate_graph, format_value, to_json
+    from matlang.evaluator import evaluate_graph
 
     program = read_sentences(args)
+    if args.sparse or args.edges:
+        if args.float:
+            print("matlang eval: --sparse computes exact values; drop --float", file=sys.stderr)
+            return 2
+        sparse = _run_sparse(args, program)
+        labels = sparse[0][2] if sparse else []
+        return _print(args, [(s, [_plain(v) for v in vals]) for s, vals, _ in sparse], labels)
     graphs = graphs_from_args(args)
     results = []
     for s in program:
@@ -37,12 +97,23 @@ def run_eval(args: argparse.Namespace) -> int:
             for g in graphs
         ]
         results.append((s, vals))
+    return _print(args, results, [g.label() for g in graphs])
+
+
+def _plain(v: Any) -> Any:
+    """A sparse matrix value as a dense array for printing (small graphs only)."""
+    return v.toarray() if hasattr(v, "toarray") else v
+
+
+def _print(args: argparse.Namespace, results: list[tuple[Any, list[Any]]], labels: list[str]) -> int:
+    from matlang.evaluator import format_value, to_json
+
     if args.json:
         if len(results) == 1:
             out: Any = {"values": to_json(results[0][1])}
         else:
             out = {
-                "graphs": [g.label() for g in graphs],
+                "graphs": labels,
                 "sentences": [{"name": s.name, "values": to_json(v)} for s, v in results],
             }
         print(json.dumps(out))
@@ -50,7 +121,7 @@ def run_eval(args: argparse.Namespace) -> int:
     for i, (s, vals) in enumerate(results):
         if len(results) > 1:
             print(f"{s.name or '#' + str(i)}:")
-        for g, v in zip(graphs, vals):
-            print(f"  {g.label()}: {format_value(v)}")
+        for label, v in zip(labels, vals):
+            print(f"  {label}: {format_value(v)}")
     sys.stdout.flush()
     return 0

@@ -1,0 +1,261 @@
+"""The graph-constant stage (GraphBLAS): exact values equal the dense evaluator exactly, the
+compiled module's constants equal the all-torch interpreter, constants are computed once per
+batch and never read stale, integers never overflow silently."""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+import torch
+
+import matlang
+from compiler.api import compile, materialise
+from compiler.constants import constant_steps, evaluate_sparse
+from compiler.lower import lower
+from matlang import parse_program
+from matlang.errors import EvaluationError, GraphError
+from matlang.evaluator import evaluate
+from matlang.graphs import complete, named
+from runtime import graphblas
+from runtime.batch import Batch
+from runtime.generators import erdos_renyi
+from tests.fixtures import GRAPHS, VALID
+
+#: integral sentences without inputs from the compile tests (and the paper's counts)
+INTEGRAL = [
+    "𝟏ᵀ A 𝟏",
+    "tr(A²)",
+    "tr(A³) / 6",
+    "tr(A⁴)",
+    "tr(A⁵)",
+    "(tr(A⁴) + tr(A²) - 2 𝟏ᵀ A² 𝟏) / 8",
+    "𝟏ᵀ (A ⊙ A²)² 𝟏",
+    "𝟏ᵀ ((A ⊙ A²)² 𝟏 ⊙ (A ⊙ A²)² 𝟏)",
+    "1/2 * ones' (A^3 .* diag(deg - 2 ones)) ones",
+    "𝟏ᵀ binom(A 𝟏, 3)",
+    "tr(A ⊙ A)",
+    "tr(diag(A 𝟏) A²)",
+    "tr(A (A ⊙ A²))",
+    "tr((A ⊙ A²)²)",
+    "tr((diag(A 𝟏) A ⊙ A²)²)",
+    "A ⊙ A²",
+    "(A + I) ⊙ A²",
+    "A³ ⊙ I",
+    "(A ⊙ A²)² 𝟏",
+    "A² 𝟏 / 3",
+    "Aᵀ ⊙ (A A)ᵀ",
+    "tr(A⁴) / tr(A²)",
+]
+
+
+def _same(got: object, want: object) -> bool:
+    if hasattr(got, "toarray"):
+        got = got.toarray()  # type: ignore[union-attr]
+    if isinstance(want, np.ndarray) or isinstance(got, np.ndarray):
+        g, w = np.asarray(got, dtype=object), np.asarray(want, dtype=object)
+        return g.shape == w.shape and all(
+            type(a) is type(b) or (int(a) == a and int(b) == b) and a == b
+            for a, b in zip(g.flat, w.flat)
+        ) and bool((g == w).all())
+    return type(got) is type(want) and got == want
+
+
+def _golden_without_inputs() -> list[str]:
+    out = []
+    for p in VALID:
+        text = p.values[0]
+        try:
+            program = parse_program(text)
+            lower(text)
+        except Exception:  # full masks, several sentences: not for the sparse path
+            continue
+        if program.inputs or len(program.sentences) != 1:
+            continue
+        out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("text", INTEGRAL)
+def test_graphblas_exact_equals_the_dense_evaluator(text: str) -> None:
+    graphs = [g for g in GRAPHS if not (text.startswith("tr(A⁴) / tr") and g.num_nodes < 3)]
+    got = evaluate_sparse(text, graphs)
+    want = evaluate(text, graphs)
+    for g, a, b in zip(graphs, got, want):
+        assert _same(a, b), (g.label(), a, b)
+
+
+def test_graphblas_exact_on_the_golden_table() -> None:
+    checked = 0
+    for text in _golden_without_inputs():
+        try:
+            want = evaluate(text, GRAPHS)
+        except EvaluationError:
+            with pytest.raises(EvaluationError):
+                evaluate_sparse(text, GRAPHS)
+            continue
+        got = evaluate_sparse(text, GRAPHS)
+        for a, b in zip(got, want):
+            if isinstance(b, float) or (isinstance(b, np.ndarray) and b.dtype == np.float64):
+                np.testing.assert_allclose(np.asarray(_dense(a), float), b, rtol=1e-9, atol=1e-12)
+            else:
+                assert _same(a, b), (text, a, b)
+        checked += 1
+    assert checked >= 40
+
+
+def _dense(v: object) -> object:
+    return v.toarray() if hasattr(v, "toarray") else v  # type: ignore[union-attr]
+
+
+def test_front_door_dispatches_large_sparse_graphs_to_graphblas() -> None:
+    g = erdos_renyi(60, 0.1, seed=3)
+    a = sps.csr_array(np.asarray(g.adjacency))
+    assert matlang.evaluate("tr(A^3)/6", a, sparse=True) == matlang.evaluate("tr(A^3)/6", g)
+    # a graph in sparse form past the dense limit goes to GraphBLAS without being asked
+    n = matlang.DENSE_LIMIT + 10
+    ring = sps.diags([np.ones(n - 1), np.ones(n - 1)], [1, -1], format="lil")
+    ring[0, n - 1] = ring[n - 1, 0] = 1
+    ring = ring.tocsr()
+    assert matlang.evaluate("tr(A^2)", ring) == 2 * n
+    assert matlang.evaluate("onesᵀ A² ones / 4", ring) == n
+    with pytest.raises(matlang.MatlangError, match="without inputs"):
+        matlang.evaluate("input h; onesᵀ A h", ring, inputs={"h": np.ones(n)})
+
+
+def test_exact_overflow_is_refused_not_wrapped() -> None:
+    k = complete(60)
+    with pytest.raises(EvaluationError, match="int64"):
+        evaluate_sparse("tr(A^13)", [k])
+    assert evaluate_sparse("tr(A^9)", [k]) == [evaluate("tr(A^9)", k)]
+
+
+def test_compiled_constants_past_int64_fall_back_to_float64() -> None:
+    k = complete(60)
+    model = compile("tr(A^13)", dtype=torch.float64)
+    want = float(evaluate("tr(A^13)", k))
+    got = float(model([k])[0])
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_constant_steps_are_the_graph_only_ones() -> None:
+    plan = lower("input h; tr(A^3) / 6 + onesᵀ A h")
+    const = constant_steps(plan)
+    for k, st in enumerate(plan.steps):
+        if st.op in ("input", "param"):
+            assert not const[k]
+        if st.op in ("sampled", "edges", "adjacency"):
+            assert const[k]
+    outs = [plan.steps[o.register].op for o in plan.outputs]
+    assert outs and not const[plan.outputs[0].register]
+
+
+@pytest.mark.parametrize(
+    "text", ["tr(A^3)/6", "A ⊙ A²", "(A + I) ⊙ A²", "𝟏ᵀ (A ⊙ A²)² 𝟏", "input h; (A ⊙ A²) h"]
+)
+def test_graphblas_constants_equal_the_torch_interpreter(text: str) -> None:
+    b = Batch.from_graphs(GRAPHS)
+    inputs = {"h": torch.arange(b.num_nodes, dtype=torch.float64)} if "input" in text else None
+    fast = compile(text, dtype=torch.float64)
+    slow = compile(text, dtype=torch.float64)
+    slow.constants = "torch"
+    x, y = fast(b, inputs), slow(b, inputs)
+    if x.is_sparse:
+        x, y = x.to_dense(), y.to_dense()
+    assert torch.equal(x, y)
+    assert fast.last_trace is not None and slow.last_trace is not None
+    assert fast.last_trace.mask_entries == slow.last_trace.mask_entries
+    assert fast.last_trace.peak_bytes == slow.last_trace.peak_bytes
+
+
+def test_constants_are_computed_once_per_batch_and_never_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from compiler.constants import ConstantStage
+
+    runs = []
+    original = ConstantStage.run
+
+    def counting(self: ConstantStage, graphs: object) -> object:
+        runs.append(1)
+        return original(self, graphs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ConstantStage, "run", counting)
+    g = named("petersen")
+    b = Batch.from_graphs([g, complete(4)])
+    model = compile("tr(A^3)/6", dtype=torch.float64)
+    assert model(b).tolist() == [0, 4]
+    assert model(b).tolist() == [0, 4]
+    assert len(runs) == 1
+    model.double()  # another dtype: its own constants
+    model(b)
+    assert len(runs) == 1  # the same float64
+    other = compile("tr(A^3)", dtype=torch.float64)
+    assert other(b).tolist() == [0, 24]
+    assert len(runs) == 2  # another sentence: another entry
+    # an in-place change of the edges invalidates what was remembered
+    k4 = b.edge_index[:, b.edge_index[0] >= 10]
+    b.edge_index[:, : k4.shape[1]].copy_(k4)
+    assert len(runs) == 2
+
+
+def test_materialise_goes_through_graphblas_and_equals_scipy() -> None:
+    g = erdos_renyi(40, 0.2, seed=2)
+    b = Batch.from_graphs([g, complete(5)])
+    index, values = materialise("A ⊙ A²", b)
+    a = sps.block_diag([sps.csr_array(np.asarray(g.adjacency)), sps.csr_array(np.ones((5, 5)) - np.eye(5))]).tocsr()
+    want = (a @ a).multiply(a).tocsr()
+    got = sps.csr_array((values.numpy(), (index[0].numpy(), index[1].numpy())), shape=a.shape)
+    assert abs(got - want).max() == 0
+    assert index.shape[1] == a.nnz  # on the mask E, zeros included
+
+
+def test_threads_follow_torch_unless_set() -> None:
+    import graphblas as gb
+
+    torch_threads = torch.get_num_threads()
+    graphblas.set_threads(None)
+    graphblas._gb()
+    assert gb.ss.config["nthreads"] == torch_threads
+    graphblas.set_threads(3)
+    try:
+        graphblas._gb()
+        assert gb.ss.config["nthreads"] == 3
+    finally:
+        graphblas.set_threads(None)
+        graphblas._gb()
+    with pytest.raises(ValueError):
+        graphblas.set_threads(0)
+
+
+def test_float32_warns_past_two_to_the_24() -> None:
+    k = complete(400)
+    model = compile("tr(A^3)/6")
+    with pytest.warns(UserWarning, match="2\\*\\*24"):
+        model([k])
+    exact = 400 * 399 * 398 // 6
+    assert float(model.double()([k])[0].detach()) == exact
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile("tr(A^3)/6")([complete(20)])
+
+
+def test_bad_graphs_keep_their_errors() -> None:
+    b = Batch(torch.tensor([[0, 1], [1, 2]]), torch.zeros(3, dtype=torch.int64), torch.tensor([0, 3]))
+    with pytest.raises(GraphError, match="reverse"):
+        compile("tr(A^3)")(b)
+    bad = Batch(torch.tensor([[0, 5], [5, 0]]), torch.zeros(3, dtype=torch.int64), torch.tensor([0, 3]))
+    with pytest.raises(GraphError, match="node 5"):
+        compile("tr(A^3)")(bad)
+    with pytest.raises(GraphError, match="node 5"):
+        evaluate_sparse("tr(A^3)", bad)
+
+
+def test_exact_rationals_and_fractions() -> None:
+    got = evaluate_sparse("A² 𝟏 / 3", [complete(4)])[0]
+    assert list(got) == [Fraction(9, 3)] * 4 and all(type(v) is int or v.denominator == 1 for v in got)
+    got = evaluate_sparse("tr(A^3) / 7", [complete(4)])[0]
+    assert got == Fraction(24, 7)
