@@ -26,7 +26,7 @@ import numpy as np
 
 from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import lower as lower_formula
+from matlang.functions import numeric
 from matlang.functions import polynomial_degree
 from runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
@@ -143,7 +143,7 @@ class ConstantStage:
         polynomial = self.exact and polynomial_degree(f.formula, f.symbols) is not None
         hit = self._functions.get(fn)
         if hit is None:
-            hit = lower_formula(f.formula, f.symbols, "exact" if polynomial else "numpy")
+            hit = numeric(f.formula, f.symbols, "exact" if polynomial else "numpy")
             self._functions[fn] = hit
         return hit, polynomial
 
@@ -432,17 +432,16 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
     import torch
 
     from compiler.lower import lower
-    from matlang.parser import parse_program
+    from matlang.parser import as_program
     from runtime.batch import as_batch
     from runtime.masks import prepared_edges
 
-    text = expr
-    if isinstance(expr, str):
-        program = parse_program(expr)
-        if len(program.sentences) != 1:
-            raise EvaluationError("evaluate takes one sentence")
-        text = program
-    plan = lower(text)
+    program = as_program(expr)
+    if len(program.sentences) != 1:
+        raise EvaluationError(
+            f"evaluate takes one sentence, got {len(program.sentences)} (evaluate them one by one)"
+        )
+    plan = lower(program)
     single = not isinstance(graph, (list, tuple))
     if hasattr(graph, "tocoo") and not hasattr(graph, "edge_index"):  # scipy sparse
         coo = graph.tocoo()

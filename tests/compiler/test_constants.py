@@ -70,7 +70,7 @@ def _golden_without_inputs() -> list[str]:
         text = p.values[0]
         try:
             program = parse_program(text)
-            lower(text)
+            lower(program)
         except Exception:  # full masks, several sentences: not for the sparse path
             continue
         if program.inputs or len(program.sentences) != 1:
@@ -142,7 +142,7 @@ def test_compiled_constants_past_int64_fall_back_to_float64() -> None:
 
 
 def test_constant_steps_are_the_graph_only_ones() -> None:
-    plan = lower("input h; tr(A^3) / 6 + onesᵀ A h")
+    plan = lower(parse_program("input h; tr(A^3) / 6 + onesᵀ A h"))
     const = constant_steps(plan)
     for k, st in enumerate(plan.steps):
         if st.op in ("input", "param"):
