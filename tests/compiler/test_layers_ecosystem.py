@@ -1,0 +1,132 @@
+"""Sentence layers among PyG's tools: Sequential, DataLoader, InMemoryDataset (the project's
+data through ``runtime.pyg``), and ``torch.compile`` with dynamic shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from matlang.graphs import cycle, named
+from matlang.nn import SentenceConv
+from matlang.transforms import SentenceFeatures
+from runtime.batch import Batch
+from runtime.datasets import data_available
+
+pyg = pytest.importorskip("torch_geometric")
+
+GRAPHS = ["K4", "petersen", "decalin", "cycle5", "star3", "rook4x4"]
+
+
+def _data_list() -> list:
+    from runtime.pyg import to_pyg
+
+    graphs = [named(g) for g in GRAPHS]
+    data = to_pyg(graphs)
+    for k, d in enumerate(data):
+        d.y = torch.tensor([float(k % 2)])
+    return data
+
+
+def test_sequential_and_dataloader_train_every_parameter() -> None:
+    from torch_geometric import nn as gnn
+    from torch_geometric.loader import DataLoader
+
+    torch.manual_seed(0)
+    model = gnn.Sequential(
+        "x, edge_index, batch",
+        [
+            (SentenceConv(1, 8, ["A", "A ⊙ A²"], activation="relu"), "x, edge_index, batch -> x"),
+            (
+                SentenceConv(
+                    8, 8, ["(A + I) ⊙ A²", "input h; relu(A h)", "(A³ ⊙ I) 𝟏"], product=True
+                ),
+                "x, edge_index, batch -> x",
+            ),
+            (gnn.global_add_pool, "x, batch -> x"),
+            (torch.nn.Linear(8, 1), "x -> x"),
+        ],
+    )
+    loader = DataLoader(_data_list(), batch_size=3, shuffle=False)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for epoch in range(15):
+        total = 0.0
+        for b in loader:
+            opt.zero_grad()
+            out = model(b.x, b.edge_index, b.batch).squeeze(-1)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(out, b.y)
+            loss.backward()
+            if epoch == 0:  # before training can saturate a logit
+                for name, p in model.named_parameters():
+                    assert p.grad is not None and bool(p.grad.abs().sum() > 0), name
+            opt.step()
+            total += loss.item()
+        losses.append(total)
+    assert losses[-1] < 0.5 * losses[0]
+    # the first layer inside Sequential computes what it computes alone
+    b = next(iter(loader))
+    conv = next(m for m in model.modules() if isinstance(m, SentenceConv))
+    torch.testing.assert_close(model.module_0(b.x, b.edge_index, b.batch), conv(b))
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
+def test_project_dataset_as_pyg_dataset_with_sentence_features() -> None:
+    from torch_geometric.loader import DataLoader
+
+    from runtime.datasets import load_tu
+    from runtime.pyg import pyg_dataset, to_pyg
+
+    tu = load_tu("mutag")
+    data = to_pyg(tu)
+    assert len(data) == 188 and data[0].x.shape == (17, 7)
+    assert [int(d.y) for d in data] == tu.y.tolist()
+    ds = pyg_dataset(tu, pre_transform=SentenceFeatures(["(A³ ⊙ I) 𝟏 / 2", "A 𝟏"]))
+    assert ds.num_features == 9 and ds.num_classes == 2
+    b = next(iter(DataLoader(ds, batch_size=188)))
+    degrees = torch.cat([torch.as_tensor(g.adjacency.sum(1)) for g in tu.graphs])
+    torch.testing.assert_close(b.x[:, 8].double(), degrees.double())
+    assert float(b.x[:, 7].sum()) == 0.0  # MUTAG's molecules have no triangles
+
+
+def test_to_pyg_counting_targets_and_errors() -> None:
+    from matlang.errors import DataError
+    from runtime.datasets import CountingData
+    from runtime.pyg import to_pyg
+
+    graphs = [named("K4"), cycle(3)]
+    data = CountingData(graphs, [0], [1], [], {"count_triangle": [4, 1], "count_star": [4, 0]})
+    out = to_pyg(data, targets=["count_triangle", "count_star"])
+    assert out[0].y.tolist() == [[4.0, 4.0]] and out[1].y.tolist() == [[1.0, 0.0]]
+    with pytest.raises(DataError, match="no target"):
+        to_pyg(data, targets=["count_cycle"])
+    with pytest.raises(DataError, match="list of Graphs"):
+        to_pyg([1, 2])
+
+
+def test_torch_compile_has_no_graph_break_and_no_recompile_per_batch_shape() -> None:
+    """``SentenceConv.forward`` with supports and structural columns compiles to one graph,
+    once, for batches of any shape (dynamic=True); outputs and gradients match eager. (About
+    13 s: aot_eager traces forward and backward; inductor's code generation is left out.)"""
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch.manual_seed(0)
+    conv = SentenceConv(3, 4, ["A", "A ⊙ A²", "(A³ ⊙ I) 𝟏"], product=True, activation="relu")
+    b = Batch.from_graphs([named("K4"), cycle(5)])
+    x = torch.randn(b.num_nodes, 3)
+    explained = torch._dynamo.explain(conv)(x, b.edge_index, b.batch)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(conv, backend=counter, dynamic=True)
+    for graphs in ([named("K4"), cycle(5)], [cycle(6)], [cycle(7), named("petersen"), cycle(3)]):
+        b = Batch.from_graphs(graphs)
+        x1 = torch.randn(b.num_nodes, 3, requires_grad=True)
+        x2 = x1.detach().clone().requires_grad_(True)
+        y1, y2 = compiled(x1, b.edge_index, b.batch), conv(x2, b.edge_index, b.batch)
+        torch.testing.assert_close(y1, y2)
+        y1.square().sum().backward()
+        y2.square().sum().backward()
+        torch.testing.assert_close(x1.grad, x2.grad)
+    assert counter.frame_count == 1
