@@ -217,7 +217,7 @@ def make_model(
     :data:`ISO_DATASET_OVERRIDES` of ``dataset``; ``compiled``/``compiled-random`` compile
     ``sentences`` (see :class:`CompiledModel`).
     """
-    from runtime.models import build_model, resolve_config
+    from runtime.models import build_model, replace_fields, resolve_config
 
     key = name.lower()
     if key in COMPILED:
@@ -237,7 +237,7 @@ def make_model(
     if protocol == "iso" and dataset is not None:
         overrides.update(ISO_DATASET_OVERRIDES.get(dataset, {}).get(key, {}))
     if overrides:
-        cfg = dataclasses.replace(cfg, **overrides)
+        cfg = replace_fields(cfg, overrides)
     model = build_model(key, in_dim, out_dim, config=cfg, task=task, cache=cache)  # type: ignore[arg-type]
     return model.to(dtype)
 

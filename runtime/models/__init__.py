@@ -24,7 +24,7 @@ from runtime.models.gnnml1 import GNNML1
 from runtime.models.gnnml3 import GNNML3, GNNML3Config
 from runtime.models.mlp import MLP
 from runtime.models.ppgn import PPGN, PPGNConfig
-from runtime.preprocess import PreprocessCache
+from runtime.preprocess import PreprocessCache, SupportConfig
 
 #: The named configuration used when none is given.
 DEFAULT_CONFIG = "count"
@@ -114,8 +114,8 @@ MODELS: dict[str, ModelSpec] = {
                     GNNML3Config,
                     hidden=17,
                     product_channels=17,
-                    basis="adjacency",  # the paper's choice for substructure counting
-                    num_bands=10,
+                    # the paper's choice for substructure counting
+                    support=SupportConfig(basis="adjacency", num_bands=10),
                 ),
             },
         ),
@@ -159,16 +159,38 @@ def resolve_config(
                 f"got {type(config).__name__}"
             )
         return config
-    base = spec.configs[DEFAULT_CONFIG]
-    known = {f.name for f in dataclasses.fields(base)}
-    unknown = sorted(set(config) - known)
+    return replace_fields(spec.configs[DEFAULT_CONFIG], config)
+
+
+def replace_fields(config: ModelConfig, values: Mapping[str, Any]) -> ModelConfig:
+    """``config`` with the fields in ``values`` replaced (lists become tuples). A field of a
+    nested configuration may be named directly: ``{"num_bands": 10}`` replaces GNNML3's
+    ``support.num_bands``."""
+    own = {f.name for f in dataclasses.fields(config)}
+    nested = {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if dataclasses.is_dataclass(getattr(config, f.name))
+    }
+    inner = {f.name: name for name, sub in nested.items() for f in dataclasses.fields(sub)}
+    unknown = sorted(set(values) - own - set(inner))
     if unknown:
+        known = sorted(own | set(inner))
         raise MatlangError(
-            f"model {spec.name!r} has no option(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(known))}"
+            f"{type(config).__name__} has no option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(known)}"
         )
-    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
-    return dataclasses.replace(base, **values)
+    direct: dict[str, Any] = {}
+    routed: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        value = tuple(value) if isinstance(value, list) else value
+        if key in own:
+            direct[key] = value
+        else:
+            routed.setdefault(inner[key], {})[key] = value
+    for name, fields in routed.items():
+        direct[name] = dataclasses.replace(direct.get(name, nested[name]), **fields)
+    return dataclasses.replace(config, **direct)
 
 
 def build_model(
@@ -204,5 +226,6 @@ __all__ = [
     "build_model",
     "get_spec",
     "model_names",
+    "replace_fields",
     "resolve_config",
 ]

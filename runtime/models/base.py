@@ -155,14 +155,18 @@ def input_features(batch: Batch, in_dim: int, dtype: torch.dtype) -> Tensor:
 
 
 class GraphModel(nn.Module):
-    """Base of the reference models: ``embed`` (the graph layers), then readout and head.
+    """Base of the reference models: graph layers, then readout and head (PyG's ``BasicGNN``).
 
-    Subclasses set ``config_class``, build their layers in ``__init__`` (calling
-    ``super().__init__`` first), set ``embed_dim``, call :meth:`build_head`, and implement
-    :meth:`embed`.
+    A model names its layer in :meth:`layer` (``in → out``, built for ``config.layers``
+    widths ``[input_width, width, …, width]``) and what every layer reads from the graph in
+    :meth:`graph_inputs` (computed once per forward pass); :meth:`embed` runs the layers, with
+    dropout before each and ReLU after each unless the layer applies its own activation
+    (``activation_in_layer``).
     """
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
+    #: The layers apply their own activation (GNNML1, GNNML3): no ReLU after them.
+    activation_in_layer: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -189,13 +193,37 @@ class GraphModel(nn.Module):
         self.backend = backend
         #: Preprocessing results (spectra, supports) of the graphs this model has seen.
         self.cache = PreprocessCache() if cache is None else cache
-        self.embed_dim = cfg.hidden
+        dims = [self.input_width] + [self.width] * cfg.layers
+        self.convs = nn.ModuleList(self.layer(a, b) for a, b in pairwise(dims))
+        self.build_head()
 
-    def build_head(self, readout_dim: int | None = None) -> None:
+    @property
+    def input_width(self) -> int:
+        """Width of the first layer's input."""
+        return self.in_dim
+
+    @property
+    def width(self) -> int:
+        """Width of every layer's output."""
+        return self.config.hidden
+
+    @property
+    def embed_dim(self) -> int:
+        """Width of a node representation (what the readout and the head read)."""
+        return self.width
+
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        """One graph layer ``in_channels → out_channels`` (as PyG's ``BasicGNN.init_conv``)."""
+        raise NotImplementedError
+
+    def graph_inputs(self, batch: Batch, x: Tensor, **inputs: Any) -> tuple[Any, ...]:
+        """What every layer reads after ``x``: ``layer(x, *graph_inputs)``."""
+        return (batch.edge_index, batch.edge_weight, self.backend)
+
+    def build_head(self) -> None:
         """The head on ``embed_dim`` per node, or on the readout of each graph."""
         cfg = self.config
-        if readout_dim is None:
-            readout_dim = self.embed_dim * (1 if self.task == "node" else len(cfg.readout))
+        readout_dim = self.embed_dim * (1 if self.task == "node" else len(cfg.readout))
         self.head = MLPHead(readout_dim, self.out_dim, cfg.head, cfg.dropout)
 
     @property
@@ -207,7 +235,12 @@ class GraphModel(nn.Module):
 
     def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
         """Node representations ``(N, embed_dim)``."""
-        raise NotImplementedError
+        graph = self.graph_inputs(batch, x, **inputs)
+        for conv in self.convs:
+            x = conv(self.dropout(x), *graph)
+            if not self.activation_in_layer:
+                x = x.relu()
+        return x
 
     def graph_representation(self, batch: Batch, h: Tensor) -> Tensor:
         """The readouts of each graph, ``(G, embed_dim · len(readout))``."""

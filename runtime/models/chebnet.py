@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import torch
@@ -12,8 +11,8 @@ from torch import Tensor, nn
 from matlang.errors import GraphError, MatlangError
 from runtime import sparse
 from runtime.batch import Batch
-from runtime.models.base import GraphModel, ModelConfig, Task, glorot
-from runtime.preprocess import Basis, PreprocessCache, batch_lambda_max
+from runtime.models.base import GraphModel, ModelConfig, glorot
+from runtime.preprocess import Basis, batch_lambda_max
 
 LAPLACIANS: tuple[str, ...] = ("normalized_laplacian", "laplacian")
 
@@ -161,31 +160,17 @@ class ChebNet(GraphModel):
     config_class = ChebNetConfig
     config: ChebNetConfig
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: ChebNetConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        dims = [in_dim] + [cfg.hidden] * cfg.layers
-        self.convs = nn.ModuleList(ChebConv(a, b, cfg.K) for a, b in pairwise(dims))
-        self.build_head()
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        return ChebConv(in_channels, out_channels, self.config.K)
 
     def lambda_max(self, batch: Batch) -> Tensor:
         """``λmax`` of ``L`` (without the shift) for every graph of the batch, ``(G,)``."""
         return batch_lambda_max(batch, self.config.basis, cache=self.cache, dtype=torch.float64)
 
-    def embed(
+    def graph_inputs(
         self, batch: Batch, x: Tensor, lambda_max: Tensor | None = None, **inputs: Any
-    ) -> Tensor:
+    ) -> tuple[Any, ...]:
         cfg = self.config
         lam = self.lambda_max(batch) if lambda_max is None else torch.as_tensor(lambda_max)
         ei, w = scaled_laplacian(batch, lam, cfg.basis, cfg.shift, dtype=x.dtype)
-        for conv in self.convs:
-            x = conv(self.dropout(x), ei, w, self.backend).relu()
-        return x
+        return (ei, w, self.backend)

@@ -12,8 +12,7 @@ from torch import Tensor, nn
 from matlang.errors import MatlangError
 from runtime import sparse
 from runtime.batch import Batch
-from runtime.models.base import GraphModel, ModelConfig, Task, glorot
-from runtime.preprocess import PreprocessCache
+from runtime.models.base import GraphModel, ModelConfig, glorot
 
 
 class GATConv(nn.Module):
@@ -113,23 +112,9 @@ class GAT(GraphModel):
     config_class = GATConfig
     config: GATConfig
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: GATConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        per_head = cfg.hidden // cfg.heads
-        dims = [in_dim] + [cfg.hidden] * cfg.layers
-        self.convs = nn.ModuleList(GATConv(a, per_head, heads=cfg.heads) for a in dims[:-1])
-        self.build_head()
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        heads = self.config.heads  # out_channels: the heads concatenated
+        return GATConv(in_channels, out_channels // heads, heads=heads)
 
-    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
-        for conv in self.convs:
-            x = conv(self.dropout(x), batch.edge_index, self.backend).relu()
-        return x
+    def graph_inputs(self, batch: Batch, x: Tensor, **inputs: Any) -> tuple[Any, ...]:
+        return (batch.edge_index, self.backend)  # attention weighs the edges itself

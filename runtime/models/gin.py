@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from runtime import sparse
-from runtime.batch import Batch
-from runtime.models.base import GraphModel, ModelConfig, Task
-from runtime.preprocess import PreprocessCache
+from runtime.models.base import GraphModel, ModelConfig
 
 
 class GINConv(nn.Module):
@@ -80,24 +76,5 @@ class GIN(GraphModel):
     config_class = GINConfig
     config: GINConfig
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: GINConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        dims = [in_dim] + [cfg.hidden] * cfg.layers
-        self.convs = nn.ModuleList(
-            GINConv(a, b, train_eps=cfg.train_eps) for a, b in pairwise(dims)
-        )
-        self.build_head()
-
-    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
-        for conv in self.convs:
-            x = conv(self.dropout(x), batch.edge_index, batch.edge_weight, self.backend).relu()
-        return x
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        return GINConv(in_channels, out_channels, train_eps=self.config.train_eps)

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
-from typing import Any
-
 import torch
 from torch import Tensor, nn
 
 from matlang.errors import MatlangError
 from runtime import sparse
-from runtime.batch import Batch
 from runtime.models.base import (
     Activation,
     GraphModel,
     ModelConfig,
-    Task,
     glorot,
     resolve_activation,
 )
-from runtime.preprocess import PreprocessCache
 
 
 class GNNML1Conv(nn.Module):
@@ -133,23 +127,7 @@ class GNNML1(GraphModel):
     """
 
     config_class = ModelConfig
+    activation_in_layer = True
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: ModelConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        dims = [in_dim] + [cfg.hidden] * cfg.layers
-        self.convs = nn.ModuleList(GNNML1Conv(a, b, bias=True) for a, b in pairwise(dims))
-        self.build_head()
-
-    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
-        for conv in self.convs:
-            x = conv(self.dropout(x), batch.edge_index, batch.edge_weight, self.backend)
-        return x
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        return GNNML1Conv(in_channels, out_channels, bias=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -16,11 +16,10 @@ from runtime.models.base import (
     Activation,
     GraphModel,
     ModelConfig,
-    Task,
     glorot,
     resolve_activation,
 )
-from runtime.preprocess import Basis, PreprocessCache, SupportConfig, Supports, batch_supports
+from runtime.preprocess import SupportConfig, Supports, batch_supports
 
 
 class SupportOperator:
@@ -357,38 +356,30 @@ class GNNML3Conv(nn.Module):
 @dataclass(frozen=True)
 class GNNML3Config(ModelConfig):
     """:class:`~runtime.models.base.ModelConfig` plus GNNML3's parameters; the layer width is
-    ``hidden + product_channels``. The support fields are those of
-    :class:`~runtime.preprocess.SupportConfig` (paper: normalised Laplacian, b = 5, 3/5/10
-    bands, ``M = A + I``)."""
+    ``hidden + product_channels``.
+
+    Args:
+        product_channels: ``P``, width of each layer's product part.
+        learn_supports: learn ``C`` from ``C'`` (Eq. 7), or use ``C'`` as it is.
+        local_supports: see :class:`GNNML3Conv`.
+        support: the initial supports ``C'`` (Algorithm 1; paper: normalised Laplacian,
+            b = 5, 3/5/10 bands, ``M = A + I``). A mapping given to
+            :func:`~runtime.models.resolve_config` may name its fields directly.
+    """
 
     product_channels: int = 16
     learn_supports: bool = True
     local_supports: bool = False
-    basis: Basis = "normalized_laplacian"
-    num_bands: int = 5
-    bandwidth: float = 5.0
-    receptive_field: int = 1
-    all_pass: bool = True
-    add_mask: bool = False
-    add_adjacency: bool = False
+    support: SupportConfig = field(default_factory=SupportConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.product_channels < 0:
             raise MatlangError(f"product_channels must be ≥ 0, got {self.product_channels}")
-        _ = self.support_config  # SupportConfig checks the support fields
-
-    @property
-    def support_config(self) -> SupportConfig:
-        return SupportConfig(
-            basis=self.basis,
-            num_bands=self.num_bands,
-            bandwidth=self.bandwidth,
-            receptive_field=self.receptive_field,
-            all_pass=self.all_pass,
-            add_mask=self.add_mask,
-            add_adjacency=self.add_adjacency,
-        )
+        if not isinstance(self.support, SupportConfig):
+            raise MatlangError(
+                f"support must be a SupportConfig, got {type(self.support).__name__}"
+            )
 
 
 class GNNML3(GraphModel):
@@ -411,48 +402,33 @@ class GNNML3(GraphModel):
 
     config_class = GNNML3Config
     config: GNNML3Config
+    activation_in_layer = True
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: GNNML3Config | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        s = cfg.support_config.num_supports
-        width = cfg.hidden + cfg.product_channels
-        dims = [in_dim] + [width] * cfg.layers
-        self.convs = nn.ModuleList(
-            GNNML3Conv(
-                a,
-                cfg.hidden,
-                s,
-                product_channels=cfg.product_channels,
-                learn_supports=cfg.learn_supports,
-                local_supports=cfg.local_supports,
-            )
-            for a in dims[:-1]
+    @property
+    def width(self) -> int:
+        return self.config.hidden + self.config.product_channels
+
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        cfg = self.config  # out_channels = hidden (the convolution) + product_channels
+        return GNNML3Conv(
+            in_channels,
+            cfg.hidden,
+            cfg.support.num_supports,
+            product_channels=cfg.product_channels,
+            learn_supports=cfg.learn_supports,
+            local_supports=cfg.local_supports,
         )
-        self.embed_dim = width
-        self.build_head()
 
     def supports(self, batch: Batch, dtype: torch.dtype | None = None) -> Supports:
         """The initial supports ``C'`` of every graph of the batch (cached per graph)."""
         return batch_supports(
-            batch, self.config.support_config, cache=self.cache, dtype=dtype or self.dtype
+            batch, self.config.support, cache=self.cache, dtype=dtype or self.dtype
         )
 
-    def embed(
+    def graph_inputs(
         self, batch: Batch, x: Tensor, supports: Supports | None = None, **inputs: Any
-    ) -> Tensor:
+    ) -> tuple[Any, ...]:
         sup = self.supports(batch, x.dtype) if supports is None else supports
-        attr = sup.edge_attr.to(x.dtype)
         # M's pattern, prepared once for every layer
         op = SupportOperator(sup.edge_index, x.shape[0], sup.num_supports)
-        for conv in self.convs:
-            x = conv(self.dropout(x), sup.edge_index, attr, operator=op)
-        return x
+        return (sup.edge_index, sup.edge_attr.to(x.dtype), op)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
 from typing import Any
 
 from torch import Tensor, nn
 
 from runtime.batch import Batch
-from runtime.models.base import GraphModel, ModelConfig, Task
-from runtime.preprocess import PreprocessCache
+from runtime.models.base import GraphModel, ModelConfig
 
 
 class MLP(GraphModel):
@@ -37,22 +35,8 @@ class MLP(GraphModel):
 
     config_class = ModelConfig
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: ModelConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        dims = [in_dim] + [cfg.hidden] * cfg.layers
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
-        self.build_head()
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        return nn.Linear(in_channels, out_channels)
 
-    def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
-        for lin in self.layers:
-            x = lin(self.dropout(x)).relu()
-        return x
+    def graph_inputs(self, batch: Batch, x: Tensor, **inputs: Any) -> tuple[Any, ...]:
+        return ()  # each node on its own

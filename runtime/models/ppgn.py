@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from runtime.batch import Batch, as_batch
-from runtime.models.base import GraphModel, ModelConfig, Task, input_features
-from runtime.preprocess import PreprocessCache
+from runtime.models.base import GraphModel, ModelConfig, input_features
 
 
 def dense_batch(batch: Batch, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -161,28 +159,22 @@ class PPGN(GraphModel):
     config_class = PPGNConfig
     config: PPGNConfig
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        config: PPGNConfig | None = None,
-        task: Task = "graph",
-        backend: str | None = None,
-        cache: PreprocessCache | None = None,
-    ) -> None:
-        super().__init__(in_dim, out_dim, config, task, backend, cache)
-        cfg = self.config
-        dims = [1 + in_dim] + [cfg.hidden] * cfg.layers
-        self.blocks = nn.ModuleList(PPGNBlock(a, b, b, bias=cfg.bias) for a, b in pairwise(dims))
-        kinds = 1 if self.task == "node" else len(cfg.readout)
-        self.embed_dim = 2 * cfg.hidden * cfg.layers
-        self.build_head(self.embed_dim * kinds)
+    @property
+    def input_width(self) -> int:
+        return 1 + self.in_dim  # A, then diag(X_1), …, diag(X_d)
+
+    @property
+    def embed_dim(self) -> int:
+        return 2 * self.config.hidden * self.config.layers  # [diag | off-diagonal] per layer
+
+    def layer(self, in_channels: int, out_channels: int) -> nn.Module:
+        return PPGNBlock(in_channels, out_channels, out_channels, bias=self.config.bias)
 
     def layer_outputs(self, batch: Batch, x: Tensor) -> tuple[list[Tensor], Tensor, Tensor]:
         """``[H^{(1)}, …, H^{(L)}]`` (channels first) and the masks ``valid``, ``diagonal``."""
         h, valid, diagonal = dense_batch(batch, x)
         outs = []
-        for block in self.blocks:
+        for block in self.convs:
             h = block(self.dropout(h), valid)
             outs.append(h)
         return outs, valid, diagonal

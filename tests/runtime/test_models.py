@@ -374,7 +374,7 @@ def test_gnnml3_takes_precomputed_supports() -> None:
     model = small("gnnml3")
     graphs = [named("decalin"), named("cycle5")]
     b = as_batch(graphs)
-    sup = pp.batch_supports(b, model.config.support_config, dtype=torch.float64)  # type: ignore[attr-defined]
+    sup = pp.batch_supports(b, model.config.support, dtype=torch.float64)  # type: ignore[attr-defined]
     with torch.no_grad():
         torch.testing.assert_close(model(b, supports=sup), model(b))
     assert model.cache.misses == 2
