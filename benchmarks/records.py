@@ -77,63 +77,189 @@ def versions() -> dict[str, str]:
     }
 
 
-def result_name(bench: str, dataset: str, task: str | None, model: str) -> str:
+def result_name(
+    bench: str, dataset: str, task: str | None, model: str, variant: str | None = None
+) -> str:
+    """``<bench>-<dataset>[-<task>]-<model>[.<variant>].json``; a variant (``limit100``,
+    ``sentence-<hash>``) names a run that is not the protocol's full run, so that it never
+    takes the full run's file."""
     parts = [bench, dataset] + ([task] if task else []) + [model]
-    return "-".join(parts) + ".json"
+    return "-".join(parts) + (f".{variant}" if variant else "") + ".json"
 
 
-def finish(args: argparse.Namespace, record: dict[str, Any], summary: dict[str, Any]) -> int:
-    """Add provenance, write the result file, print the summary."""
-    record = {
+def provenance(record: dict[str, Any], start: float) -> dict[str, Any]:
+    """``record`` with the command, the wall time since ``start``, the versions and the commit."""
+    return {
         **record,
         "command": "matlang " + " ".join(sys.argv[1:]) if sys.argv else None,
-        "wall_seconds": round(time.perf_counter() - args._start, 3),
+        "wall_seconds": round(time.perf_counter() - start, 3),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": versions(),
         "git_commit": git_commit(),
     }
-    if not args.no_save:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / result_name(
-            record["bench"], record["dataset"], record.get("task"), record["model"]
-        )
-        if getattr(args, "append", False):
-            try:
-                record = merge_seeds(path, record)
-            except MatlangError as e:  # keep what was trained: beside the file, not in it
-                a, b = record["seeds"][0], record["seeds"][-1]
-                aside = path.with_name(f"{path.stem}.seeds-{a}-{b}.json")
-                aside.write_text(json.dumps(to_json(record), indent=1, ensure_ascii=False) + "\n")
-                raise MatlangError(f"{e}. This run's results are in {aside}") from None
-            summary = {k: record[k] if k in record else v for k, v in summary.items()}
-        text = json.dumps(to_json(record), indent=1, ensure_ascii=False)
-        path.write_text(text + "\n", encoding="utf-8")
-        summary = {**summary, "file": str(path)}
-    summary = {**summary, "wall_seconds": record["wall_seconds"]}
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        for k, v in summary.items():
-            print(f"{k}: {v}")
-    return 0
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` as JSON through a temporary file and a rename, so that an interrupted
+    write (Ctrl-C) leaves the earlier file whole, never a truncated one."""
+    text = json.dumps(to_json(record), indent=1, ensure_ascii=False) + "\n"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 #: What a result file of a training bench must share with a run appended to it.
 SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data")
 
 
-def merge_seeds(path: Path, record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` (one run of a training bench) with the seeds of the result file at ``path``
-    added: runs sorted by seed, the median over all of them, and the earlier runs' provenance
-    under ``"earlier"``. The file must exist, have the same settings and other seeds."""
+class ResultFile:
+    """The file a bench run writes, and the rules that keep every earlier result.
+
+    - A file that exists is never replaced without ``--force``: ``--append`` adds seeds to it
+      (same settings, new seeds), ``--out`` writes elsewhere. The error names the first setting
+      that differs, or says that the settings are the same.
+    - Seeds are saved as they finish: until the run ends the file is marked ``"partial"`` with
+      the seeds still missing, which ``--append`` can add later. A Ctrl-C leaves that file (the
+      writes go through a rename, so it is never half-written) and a one-line message.
+
+    Args:
+        args: the parsed command line (``out``, ``no_save``, ``append``, ``force``, ``json``).
+        name: the file name (:func:`result_name`).
+        config: the run's settings known before training (compared with an existing file).
+        seeds: the seeds this run trains, in order.
+    """
+
+    def __init__(
+        self, args: argparse.Namespace, name: str, config: dict[str, Any], seeds: list[int]
+    ) -> None:
+        self.args = args
+        self.start = time.perf_counter()
+        self.seeds = list(seeds)
+        self.append = bool(getattr(args, "append", False))
+        self.path: Path | None = None if args.no_save else Path(args.out) / name
+        self.old: dict[str, Any] | None = None
+        self.saved: dict[str, Any] | None = None
+        if self.append and self.path is None:
+            raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
+        if self.path is None:
+            return
+        if self.append:
+            self.old = read_result(self.path)
+            check_new_seeds(self.path, self.old, self.seeds)
+            _check_config(self.path, self.old.get("config", {}), config)
+        elif self.path.exists() and not getattr(args, "force", False):
+            raise MatlangError(_exists_message(self.path, config))
+
+    def save(self, record: dict[str, Any], *, done: bool) -> dict[str, Any]:
+        """Write ``record`` (the runs so far; ``done``: all of them), merged with the file's
+        earlier seeds under ``--append``, and return what was written."""
+        record = provenance(record, self.start)
+        finished = [r["seed"] for r in record.get("runs", [])]
+        missing = [] if done else [s for s in self.seeds if s not in finished]
+        if self.old is not None:
+            assert self.path is not None
+            try:
+                record = merge_seeds(self.path, self.old, record)
+            except MatlangError as e:  # keep what was trained: beside the file, not in it
+                a, b = record["seeds"][0], record["seeds"][-1]
+                aside = self.path.with_name(f"{self.path.stem}.seeds-{a}-{b}.json")
+                write_json(aside, record)
+                raise MatlangError(f"{e}. This run's results are in {aside}") from None
+            earlier = self.old.get("partial", {}).get("missing_seeds", [])
+            missing = sorted((set(earlier) - set(finished)) | set(missing))
+        record.pop("partial", None)
+        if missing:
+            record["partial"] = {
+                "missing_seeds": missing,
+                "note": "an interrupted run: add the missing seeds with --append "
+                "(--first-seed, --seeds)",
+            }
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(self.path, record)
+        self.saved = record
+        return record
+
+    def run(self, body: Any) -> int:
+        """Run ``body(save_partial)``, which returns ``(record, summary)`` of the whole run;
+        save and print the summary. ``save_partial(record)`` saves the seeds finished so far.
+        Ctrl-C: a one-line message (what was saved, how to go on), exit code 130."""
+        try:
+            record, summary = body(lambda rec: self.save(rec, done=False))
+        except KeyboardInterrupt:
+            print(self._interrupted(), file=sys.stderr)
+            return 130
+        record = self.save(record, done=True)
+        if self.path is not None:
+            summary = {k: record[k] if k in record else v for k, v in summary.items()}
+            summary = {**summary, "file": str(self.path)}
+        summary = {**summary, "wall_seconds": record["wall_seconds"]}
+        if self.args.json:
+            print(json.dumps(to_json(summary), ensure_ascii=False))
+        else:
+            for k, v in summary.items():
+                print(f"{k}: {v}")
+        return 0
+
+    def _interrupted(self) -> str:
+        if self.saved is None or self.path is None:
+            if self.path is None:
+                where = "nothing saved (--no-save)"
+            elif self.path.exists():
+                where = f"{self.path} unchanged"
+            else:
+                where = "nothing written"
+            return f"interrupted: no finished seed saved, {where}"
+        missing = self.saved.get("partial", {}).get("missing_seeds", [])
+        hint = ""
+        if missing and missing == list(range(missing[0], missing[-1] + 1)):
+            hint = f"; go on with --append --first-seed {missing[0]} --seeds {len(missing)}"
+        return (
+            f"interrupted: seeds {self.saved['seeds']} saved in {self.path} "
+            f"(partial, {len(missing)} missing){hint}"
+        )
+
+
+def _check_config(path: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    for key, value in new.items():
+        if key in old and old[key] != value:
+            raise MatlangError(
+                f"--append: {path} was run with {key} = {old[key]!r}, this run has {value!r}"
+                " (another config); run with --force to replace it, or with --out to "
+                "keep both"
+            )
+
+
+def _exists_message(path: Path, config: dict[str, Any]) -> str:
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old_config = old.get("config", {}) if isinstance(old, dict) else {}
+        seeds = old.get("seeds", []) if isinstance(old, dict) else []
+    except (OSError, ValueError):
+        old_config, seeds = {}, []
+    differs = [k for k, v in config.items() if k in old_config and old_config[k] != v]
+    what = (
+        f"another config ({differs[0]} = {old_config[differs[0]]!r}, this run has "
+        f"{config[differs[0]]!r})"
+        if differs
+        else f"the same settings, {len(seeds)} seed(s)"
+    )
+    return (
+        f"{path} exists ({what}); it is never replaced without --force: --append adds seeds "
+        "to it, --out DIR writes elsewhere"
+    )
+
+
+def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` (one run of a training bench) with the seeds of ``old`` (the result file at
+    ``path``) added: runs sorted by seed, the median over all of them, and the earlier runs'
+    provenance under ``"earlier"``. Same settings and other seeds, or an error."""
     median_key = next(k for k in record if k.startswith("median_"))
-    old = read_result(path)
     for key in SAME_SETTINGS:
         if old.get(key) != record.get(key):
             raise MatlangError(
                 f"--append: {path} was run with another {key} "
-                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run without --append "
+                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "
                 "to replace it, or with --out to keep both"
             )
     check_new_seeds(path, old, record["seeds"])

@@ -22,6 +22,7 @@ threshold is 31·F₀.₉₅(16, 16) ≈ 72.34). Relabellings are drawn here wit
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -352,3 +353,73 @@ def table(rows: Sequence[BrecResult | dict[str, Any]], *, published: bool = True
             cells = ["–" if row[k] is None else str(row[k]) for k in CATEGORIES]
             lines.append(f"| {name} (published) | " + " | ".join(cells) + f" | {row['Total']} | |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- matlang bench brec
+
+
+def bench(args: argparse.Namespace) -> int:
+    """``matlang bench brec``: one row of the BREC table, its result file and summary."""
+    import sys
+
+    from tqdm import tqdm
+
+    from benchmarks.records import ResultFile, result_name
+    from runtime import datasets
+    from runtime.wl import normalize_test
+
+    model = args.model
+    pairs = None
+    if args.pairs:
+        try:
+            a, b = (int(v) for v in args.pairs.split(":"))
+        except ValueError:
+            raise MatlangError(f"--pairs must be A:B (pairs A..B-1), got {args.pairs!r}") from None
+        pairs = list(range(a, b))
+    trained = not (model.startswith("bank-") or model in ("1-wl", "3-wl"))
+    # A bank's file names its size bound: rows of several bounds sit side by side.
+    if model in ("1-wl", "3-wl"):
+        name = normalize_test(model)
+    elif model.startswith("bank-"):
+        name = f"bank-{model[5:].upper()}-k{args.max_size}"
+    else:
+        name = model
+        _setup_model(args, model)
+    out = ResultFile(args, result_name("brec", "brec", None, name), {}, [])
+    data = datasets.load_brec()
+
+    def progress(items: Any) -> Any:
+        disable = True if args.no_progress else None
+        return tqdm(items, desc=f"brec {model}", disable=disable, leave=False, file=sys.stderr)
+
+    def run(save: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        if model in ("1-wl", "3-wl"):
+            res = wl_rows(data, model, pairs, progress=progress)
+        elif model.startswith("bank-"):
+            res = bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
+        else:
+            cfg = RPCConfig(epochs=args.epochs)
+            res = rpc_rows(data, model, pairs, seed=args.seed, cfg=cfg, progress=progress)
+        body = {**res.to_json(), "model": name}
+        record = {"bench": "brec", "dataset": "brec", **body}
+        summary = {"model": name, "pairs": body["pairs"], "separated": body["separated"]}
+        summary |= body["counts"]
+        if trained:
+            summary["reliability_failures"] = reliability_failures(res)
+        return record, summary
+
+    return out.run(run)
+
+
+def _setup_model(args: argparse.Namespace, model: str) -> None:
+    import torch
+
+    from runtime.models import model_names
+
+    if model not in model_names():
+        raise MatlangError(
+            f"matlang bench brec: unknown model {model!r}; choose from 1-wl, 3-wl, bank-L1, "
+            "bank-L2, bank-L3, " + ", ".join(model_names())
+        )
+    if args.threads:
+        torch.set_num_threads(args.threads)

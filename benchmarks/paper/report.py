@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.records import result_name
 from matlang.errors import DataError
 
 #: Row order of the paper's tables, then the compiled models (not in the paper).
@@ -101,7 +102,8 @@ class Result:
 
 
 def load_results(folder: str | Path) -> list[Result]:
-    """Every result JSON in ``folder`` (files that are not bench results are skipped)."""
+    """Every result JSON in ``folder`` under its protocol's own name (files that are not bench
+    results, and variant runs such as ``--limit``, are skipped)."""
     root = Path(folder)
     if not root.is_dir():
         raise DataError(f"no results folder {root} (run `matlang bench ...` first)")
@@ -112,7 +114,13 @@ def load_results(folder: str | Path) -> list[Result]:
         except (OSError, json.JSONDecodeError) as e:
             raise DataError(f"{path}: not a readable JSON result ({e})") from e
         if isinstance(data, dict) and "bench" in data and "model" in data:
-            out.append(Result(path, data))
+            # a run on part of the data or on its own sentences (a variant name), or one kept
+            # beside its file (`.seeds-a-b`), is not the protocol's result
+            name = result_name(
+                str(data["bench"]), str(data.get("dataset")), data.get("task"), str(data["model"])
+            )
+            if path.name == name:
+                out.append(Result(path, data))
     return out
 
 
@@ -172,6 +180,8 @@ def _run_note(r: Result) -> str:
         )
     if cfg.get("limit"):
         bits.append(f"limit {cfg['limit']}")
+    if d.get("partial"):
+        bits.append(f"**partial** (seeds {d['partial'].get('missing_seeds')} missing)")
     t = d.get("targets", {})
     if t.get("file_label") is not None:
         bits.append(f"{t.get('file_label_disagreements')} disagreement(s) with `{t['file_label']}`")

@@ -4,18 +4,21 @@ A :class:`GraphSet` holds graphs and their targets, either one row per graph (``
 or one row per node (``level="node"``, with an optional 0/1 node mask that selects the nodes the
 loss and the metrics see). :func:`fit` trains a model on one set, keeps the state of the epoch
 with the best validation loss, stops once the mean training loss falls below a threshold, and
-returns a :class:`TrainResult`. Everything runs in float32 on the CPU unless told otherwise.
+returns a :class:`TrainResult`. :func:`run_seeds` is the seed loop of every trained benchmark
+(seed, build a model, fit, score). Everything runs in float32 on the CPU unless told otherwise.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import random
+import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -259,16 +262,85 @@ def fit(
     )
 
 
+@dataclass
+class SeedRun:
+    """One seed of a trained benchmark: its score and how its training went."""
+
+    seed: int
+    metric: float
+    best_epoch: int
+    epochs_run: int
+    stopped_early: bool
+    seconds: float
+    final_train_loss: float | None
+
+
+def median_metric(runs: Sequence[SeedRun]) -> float:
+    """The median score over seeds (NaN without any)."""
+    return statistics.median(r.metric for r in runs) if runs else math.nan
+
+
+def run_seeds(
+    seeds: Sequence[int],
+    build: Callable[[], nn.Module],
+    train: GraphSet,
+    val: GraphSet | None,
+    loss: LossFn,
+    score: Callable[[nn.Module], float],
+    config: TrainConfig,
+    *,
+    desc: str = "train",
+    on_seed: Callable[[list[SeedRun], dict[str, Any]], None] | None = None,
+) -> tuple[list[SeedRun], dict[str, Any]]:
+    """For each seed: seed everything, ``build()`` a model, :func:`fit` it (``config`` with that
+    seed), ``score`` the selected weights. Returns the runs and the first model's description;
+    ``on_seed(runs, description)`` is called after every finished seed (to save it).
+    """
+    from benchmarks.paper.models import describe_model
+
+    runs: list[SeedRun] = []
+    info: dict[str, Any] = {}
+    for seed in seeds:
+        seed_everything(seed)
+        net = build()
+        info = info or describe_model(net)
+        res = fit(
+            net,
+            train,
+            val,
+            loss,
+            dataclasses.replace(config, seed=seed),
+            desc=f"{desc} seed {seed}",
+        )
+        runs.append(
+            SeedRun(
+                seed,
+                score(net),
+                res.best_epoch,
+                res.epochs_run,
+                res.stopped_early,
+                res.seconds,
+                res.train_loss[-1] if res.train_loss else None,
+            )
+        )
+        if on_seed is not None:
+            on_seed(list(runs), info)
+    return runs, info
+
+
 __all__ = [
     "GraphSet",
     "LossFn",
+    "SeedRun",
     "TrainConfig",
     "TrainResult",
     "bce_with_logits",
     "fit",
     "masked",
     "mean_loss",
+    "median_metric",
     "predict",
+    "run_seeds",
     "seed_everything",
     "squared_error",
 ]

@@ -1,0 +1,97 @@
+"""What the protocols' ``matlang bench`` runs share: checking the arguments, the training
+settings (as a :class:`~benchmarks.paper.train.TrainConfig` and as recorded) and the per-seed
+rows of a result file."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.paper.train import SeedRun, TrainConfig
+from matlang.errors import MatlangError
+
+
+def check_limit(limit: int | None) -> None:
+    """``limit`` keeps the first ``limit`` graphs: ``None`` (all) or a positive count."""
+    if limit is not None and limit < 1:
+        raise MatlangError(f"--limit must be a positive number of graphs, got {limit}")
+
+
+def start(args: argparse.Namespace) -> list[int]:
+    """Check the model, the seeds and the limit, set torch's threads; the seeds to run."""
+    import torch
+
+    from benchmarks.paper.models import model_choices
+
+    choices = model_choices()
+    if args.model not in choices:
+        raise MatlangError(
+            f"matlang bench {args.bench}: unknown model {args.model!r}; choose from "
+            + ", ".join(choices)
+        )
+    if args.seeds < 1:
+        raise MatlangError(f"--seeds must be at least 1, got {args.seeds}")
+    check_limit(getattr(args, "limit", None))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The training settings of the command line."""
+    return TrainConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        batch_size=args.batch_size,
+        stop_below=args.stop_below,
+        progress=not args.no_progress,
+    )
+
+
+def train_record(args: argparse.Namespace) -> dict[str, Any]:
+    """The training settings as a result file records them."""
+    return {
+        "optimizer": "Adam",
+        "epochs_max": args.epochs,
+        "lr": args.lr,
+        "weight_decay": args.weight_decay,
+        "batch_size": args.batch_size,
+        "stop_below": args.stop_below,
+        "selection": "epoch of lowest validation loss",
+        "dtype": "float32",
+    }
+
+
+def runs_record(runs: Sequence[SeedRun], metric: str) -> list[dict[str, Any]]:
+    """One row per seed, the score under ``metric`` (``test_mse``, ``test_accuracy``, …)."""
+    return [
+        {
+            "seed": r.seed,
+            metric: r.metric,
+            "best_epoch": r.best_epoch,
+            "epochs_run": r.epochs_run,
+            "stopped_early": r.stopped_early,
+            "seconds": round(r.seconds, 3),
+            "final_train_loss": r.final_train_loss,
+        }
+        for r in runs
+    ]
+
+
+def sentence_variant(sentences: Sequence[str]) -> str:
+    """A short stable tag for sentences given on the command line (part of a file name)."""
+    import hashlib
+
+    digest = hashlib.sha1("\n".join(sentences).encode("utf-8")).hexdigest()[:8]
+    return f"sentence-{digest}"
+
+
+def variant(limit: int | None = None, sentences: Sequence[str] = ()) -> str | None:
+    """The file-name variant of a run that is not the protocol's full run: a limit on the
+    graphs, or sentences of its own (``None`` for the full run)."""
+    parts = ([f"limit{limit}"] if limit else []) + (
+        [sentence_variant(sentences)] if sentences else []
+    )
+    return ".".join(parts) or None
