@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 JSON_HELP = """\
@@ -54,11 +55,37 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run_classify)
 
 
+#: The data folder's datasets ``--datasets`` searches for witnesses.
+WITNESS_DATASETS = ("graph8c", "exp", "sr25")
+
+
+def _check_data_folder() -> None:
+    """``--datasets`` needs the data folder: an error without it (naming where it looked), a
+    note on stderr for each of its datasets that is not there."""
+    from matlang.errors import DataError
+    from runtime.datasets import data_available, data_root
+
+    root = data_root()  # a DataError naming MATLANG_DATA when there is no folder
+    missing = [name for name in WITNESS_DATASETS if not data_available(name)]
+    if len(missing) == len(WITNESS_DATASETS):
+        raise DataError(
+            f"classify --datasets: none of {', '.join(WITNESS_DATASETS)} is in the data folder "
+            f"{root} (set MATLANG_DATA to the folder holding them)"
+        )
+    if missing:
+        print(
+            f"classify --datasets: {', '.join(missing)} not in {root}; searching the others",
+            file=sys.stderr,
+        )
+
+
 def run_classify(args: argparse.Namespace) -> int:
     from matlang import classify
     from matlang.cli.common import read_sentences
 
     program = read_sentences(args)
+    if args.datasets and not args.no_witness:
+        _check_data_folder()
     results = []
     for s in program:
         a = classify(s.expr, witness=not args.no_witness, datasets=args.datasets)

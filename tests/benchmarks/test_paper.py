@@ -545,6 +545,18 @@ def test_bench_interrupt_before_any_seed_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_classify_datasets_without_a_data_folder_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MATLANG_DATA", str(tmp_path / "nowhere"))
+    assert main(["classify", "tr(A^3)", "--datasets"]) == 1
+    assert "MATLANG_DATA" in capsys.readouterr().err
+    # a folder without any of the three datasets: an error; with some of them: a note
+    monkeypatch.setenv("MATLANG_DATA", str(tmp_path))
+    assert main(["classify", "tr(A^3)", "--datasets"]) == 1
+    assert "none of graph8c, exp, sr25 is in the data folder" in capsys.readouterr().err
+
+
 @needs_data
 def test_bench_iso_cli_sr25(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(
