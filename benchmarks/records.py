@@ -127,10 +127,17 @@ class ResultFile:
         name: the file name (:func:`result_name`).
         config: the run's settings known before training (compared with an existing file).
         seeds: the seeds this run trains, in order.
+        implied: settings a file written before they were recorded had (a key missing from
+            its ``config`` has this value).
     """
 
     def __init__(
-        self, args: argparse.Namespace, name: str, config: dict[str, Any], seeds: list[int]
+        self,
+        args: argparse.Namespace,
+        name: str,
+        config: dict[str, Any],
+        seeds: list[int],
+        implied: dict[str, Any] | None = None,
     ) -> None:
         self.args = args
         self.start = time.perf_counter()
@@ -139,16 +146,18 @@ class ResultFile:
         self.path: Path | None = None if args.no_save else Path(args.out) / name
         self.old: dict[str, Any] | None = None
         self.saved: dict[str, Any] | None = None
+        self.implied = dict(implied or {})
         if self.append and self.path is None:
             raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
         if self.path is None:
             return
         if self.append:
             self.old = read_result(self.path)
+            self.old["config"] = {**self.implied, **self.old.get("config", {})}
             check_new_seeds(self.path, self.old, self.seeds)
-            _check_config(self.path, self.old.get("config", {}), config)
+            _check_config(self.path, self.old["config"], config)
         elif self.path.exists() and not getattr(args, "force", False):
-            raise MatlangError(_exists_message(self.path, config))
+            raise MatlangError(_exists_message(self.path, config, self.implied))
 
     def save(self, record: dict[str, Any], *, done: bool) -> dict[str, Any]:
         """Write ``record`` (the runs so far; ``done``: all of them), merged with the file's
@@ -230,10 +239,10 @@ def _check_config(path: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
             )
 
 
-def _exists_message(path: Path, config: dict[str, Any]) -> str:
+def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any]) -> str:
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
-        old_config = old.get("config", {}) if isinstance(old, dict) else {}
+        old_config = {**implied, **old.get("config", {})} if isinstance(old, dict) else {}
         seeds = old.get("seeds", []) if isinstance(old, dict) else []
     except (OSError, ValueError):
         old_config, seeds = {}, []

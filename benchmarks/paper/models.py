@@ -11,7 +11,7 @@ filtering.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -141,13 +141,15 @@ def make_model(
     cache: PreprocessCache | None = None,
     dtype: torch.dtype = torch.float32,
     dataset: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> nn.Module:
     """A model for ``protocol`` (``iso``, ``count``, ``classify``, ``filter``), float32.
 
     Reference models use their named configuration (``iso`` for the isomorphism test,
     ``count`` otherwise) with :data:`PROTOCOL_OVERRIDES`, and for ``protocol="iso"`` the
-    :data:`ISO_DATASET_OVERRIDES` of ``dataset``; ``compiled``/``compiled-random`` compile
-    ``sentences`` (see :class:`CompiledModel`).
+    :data:`ISO_DATASET_OVERRIDES` of ``dataset``, then ``options`` (fields such as
+    ``{"layers": 5}``); ``compiled``/``compiled-random`` compile ``sentences`` (see
+    :class:`CompiledModel`; ``options`` do not apply to them).
     """
     from runtime.models import build_model, replace_fields, resolve_config
 
@@ -168,6 +170,7 @@ def make_model(
     overrides = dict(PROTOCOL_OVERRIDES.get(protocol, {}).get(key, {}))
     if protocol == "iso" and dataset is not None:
         overrides.update(ISO_DATASET_OVERRIDES.get(dataset, {}).get(key, {}))
+    overrides.update(options or {})
     if overrides:
         cfg = replace_fields(cfg, overrides)
     model = build_model(key, in_dim, out_dim, config=cfg, task=task, cache=cache)  # type: ignore[arg-type]

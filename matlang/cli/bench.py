@@ -42,7 +42,16 @@ def register(sub: Any) -> None:
     cnt.add_argument("--task", choices=COUNT_TASKS, required=True)
     cnt.add_argument("--dataset", choices=COUNT_DATASETS, default="randomgraph")
     _common(cnt, seeds=10)
-    _training(cnt, epochs=200, batch_size=10)
+    cnt.add_argument(
+        "--protocol",
+        choices=("paper", "authors"),
+        default="paper",
+        help="paper: 4 conv layers, at most 200 epochs, stop below train loss 1e-4; authors "
+        "(their counting.py): 5 conv layers, 1000 epochs, no early stop; both batch 10, the "
+        "sum of squared errors per batch, test MSE at the best validation MSE. --epochs, "
+        "--batch-size and --stop-below replace the protocol's value",
+    )
+    _training(cnt, epochs=None, batch_size=None, stop_below=None)
     cnt.add_argument("--sentence", help="replace the task's sentence (the target and `compiled`)")
     cnt.add_argument("--data-seed", type=int, default=0, help="seed of the paperlike generator")
     cnt.add_argument("--limit", type=_positive, help="only the first N graphs of each split")
@@ -160,15 +169,34 @@ def _common(p: argparse.ArgumentParser, *, seeds: int) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
 
 
-def _training(p: argparse.ArgumentParser, *, epochs: int, batch_size: int) -> None:
+def _training(
+    p: argparse.ArgumentParser,
+    *,
+    epochs: int | None,
+    batch_size: int | None,
+    stop_below: float | None = 1e-4,
+) -> None:
+    """Training options; ``None`` defaults come from the protocol (``bench count``)."""
+    by_protocol = "the protocol's"
     p.add_argument(
         "--append",
         action="store_true",
         help="add these seeds to the result file already there (same settings, new seeds; "
         "also continues an interrupted, partial file)",
     )
-    p.add_argument("--epochs", type=int, default=epochs, help=f"at most (default {epochs})")
-    p.add_argument("--batch-size", type=int, default=batch_size)
+    p.add_argument(
+        "--epochs", type=int, default=epochs, help=f"at most (default {epochs or by_protocol})"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=batch_size, help=f"default {batch_size or by_protocol}"
+    )
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.0)
-    p.add_argument("--stop-below", type=float, default=1e-4, help="stop below this train loss")
+    p.add_argument(
+        "--stop-below",
+        type=float,
+        default=stop_below,
+        help="stop below this train loss (default "
+        + (by_protocol if stop_below is None else str(stop_below))
+        + ")",
+    )

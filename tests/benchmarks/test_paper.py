@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.paper.count import COUNT_SENTENCES, count_targets, count_test
+from benchmarks.paper.count import COUNT_SENTENCES, PROTOCOLS, count_targets, count_test
 from benchmarks.paper.exp_classify import exp_classify
 from benchmarks.paper.filter import filter_test, r2_score
 from benchmarks.paper.iso import close_pairs, iso_test, still_close
@@ -543,6 +543,67 @@ def test_bench_interrupt_before_any_seed_writes_nothing(
     err = capsys.readouterr().err
     assert err.strip() == "interrupted: no finished seed saved, nothing written"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_count_protocol_switch_records_every_setting(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    small_paperlike: None,
+) -> None:
+    from benchmarks.paper import train
+
+    seen: list[tuple[Any, TrainConfig]] = []
+
+    def capture(model: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append((model, kwargs.get("config", args[3] if len(args) > 3 else None)))
+        raise KeyboardInterrupt  # the settings are all this test needs
+
+    def count(*extra: str) -> int:  # the protocol's epochs (no --epochs)
+        base = ["bench", "count", "--task", "star", "--model", "gin", "--dataset", "paperlike"]
+        return main([*base, "--limit", "12", "--no-progress", "--out", str(tmp_path), *extra])
+
+    real_fit = train.fit
+    monkeypatch.setattr(train, "fit", capture)
+    assert count("--protocol", "authors") == 130
+    (model, cfg), *_ = seen
+    # the authors' counting.py: 5 conv layers, batches of 10, 1000 epochs, no early stop
+    assert (cfg.epochs, cfg.batch_size, cfg.stop_below) == (1000, 10, 0.0)
+    assert model.config.layers == 5 and len(model.convs) == 5
+    seen.clear()
+    assert count() == 130  # the paper protocol by default
+    (model, cfg), *_ = seen
+    assert (cfg.epochs, cfg.batch_size, cfg.stop_below) == (200, 10, 1e-4)
+    assert model.config.layers == 4
+    capsys.readouterr()
+    monkeypatch.setattr(train, "fit", real_fit)
+    # a short run records every setting
+    assert _count_cli(tmp_path, "--protocol", "authors", "--seeds", "1", "--limit", "12") == 0
+    path = tmp_path / "count-paperlike-star-gin.limit12.json"
+    rec = json.loads(path.read_text())
+    cfg_rec = rec["config"]
+    assert cfg_rec["count_protocol"] == "authors" and cfg_rec["conv_layers"] == 5
+    assert (cfg_rec["epochs_max"], cfg_rec["batch_size"], cfg_rec["stop_below"]) == (1, 10, 0.0)
+    assert cfg_rec["loss"].startswith("sum of squared errors over each batch")
+    assert "counting.py" in cfg_rec["protocol"] and rec["model_info"]["config"]["layers"] == 5
+    # a file written before these settings were recorded was a paper-protocol run: --append
+    # adds to it with the paper protocol, and refuses the authors' one
+    legacy = {
+        k: v for k, v in cfg_rec.items() if k not in ("count_protocol", "conv_layers", "loss")
+    }
+    legacy.update(protocol=PROTOCOLS["paper"].description, stop_below=1e-4)
+    path.write_text(json.dumps({**rec, "config": legacy}))
+    extra = ["--seeds", "1", "--limit", "12", "--first-seed", "1", "--append"]
+    assert count(*extra) == 1
+    assert "epochs_max = 1, this run has 200" in capsys.readouterr().err
+    assert _count_cli(tmp_path, *extra) == 0
+    merged = json.loads(path.read_text())
+    assert merged["seeds"] == [0, 1] and merged["config"]["count_protocol"] == "paper"
+    assert (
+        _count_cli(tmp_path, "--protocol", "authors", *extra[:-3], "--first-seed", "2", "--append")
+        == 1
+    )
+    assert "another config" in capsys.readouterr().err
 
 
 def test_classify_datasets_without_a_data_folder_says_so(
