@@ -130,7 +130,8 @@ class Stage:
             texts = self.sentences
             rows, cols, vals = [], [], []
             for s, text in enumerate(texts):
-                index, values = materialise(text, b, dense=self.spec.get("dense", False))
+                # the sentence compiled once (per stage), materialised on every batch
+                index, values = materialise(self.module(text, torch.float64), b)
                 rows.append(index[0])
                 cols.append(index[1] * len(texts) + s)
                 vals.append(values.to(torch.float64))
