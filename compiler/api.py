@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.lower import lower
 from compiler.plan import Plan, render
 from matlang import ast
-from matlang.errors import MatlangError
+from matlang.errors import CompileError, MatlangError
 from matlang.parser import as_program
 
 if TYPE_CHECKING:  # torch is imported when a module is built, not with `import matlang`
@@ -70,6 +70,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     if backend is not None:
         sparse.resolve_backend(backend)
     plan = lower(as_program(source), dense=dense, weights=weights)
+    _check_params_fit(plan, _dtype(dtype))
     return CompiledModule(
         plan,
         dtype=_dtype(dtype),
@@ -78,6 +79,22 @@ def compile(  # noqa: A001 - the public name the design asks for
         nonfinite=nonfinite,
         validate=validate,
     )
+
+
+def _check_params_fit(plan: Plan, dtype: torch.dtype) -> None:
+    """A literal beyond the module's float range would start as inf: refused by name."""
+    from fractions import Fraction
+
+    import torch
+
+    top = Fraction(torch.finfo(dtype).max)
+    for p in plan.params:
+        if abs(p.value) > top:
+            at = p.note.rsplit(" at ", 1)[1] if " at " in p.note else "?"
+            raise CompileError(
+                f"{p.name} = {float(p.value):.3g} (at {at}) is beyond the largest {dtype} "
+                f"({float(top):.3g}): compile with dtype=torch.float64, or scale the sentence"
+            )
 
 
 def explain(

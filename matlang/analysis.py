@@ -161,7 +161,7 @@ def classify(
             from matlang.witness import WitnessLibrary
 
             library = library or WitnessLibrary.default()
-            found = library.search(e, level)
+            found = library.search(e, level, notes=notes)
             searched = True
     return Analysis(
         sentence=to_text(e),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Any
 
+from matlang import limits
 from matlang.errors import PowerError, ShapeError, Span
 from matlang.functions import Function
 from matlang.shapes import COLUMN, MATRIX, ROW, SCALAR, Shape
@@ -244,6 +245,13 @@ class Power(Expr):
         ):
             raise PowerError(
                 f"a power must be a non-negative integer, got {self.exponent!r}", self.span
+            )
+        if self.exponent > limits.MAX_EXPONENT:
+            raise PowerError(
+                f"the power ^{self.exponent} is beyond {limits.named('MAX_EXPONENT')}",
+                self.span,
+                hint="powers that large overflow every number type; write the sentence with a "
+                "smaller power",
             )
         if not self.base.shape.is_square:
             raise PowerError(

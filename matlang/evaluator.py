@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from matlang import ast
+from matlang import ast, limits
 from matlang.errors import EvaluationError, GraphError
 from matlang.functions import numeric, polynomial_degree
 from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
-# Exact values are refused beyond about 300 000 decimal digits (say tr(A^1000000)): the
-# arithmetic would run for hours; float64 (exact=False) answers at once.
-_MAX_EXACT_BITS = 1_000_000
+# Exact values are refused beyond MAX_DIGITS decimal digits (say tr(A^10000)): the arithmetic
+# would slow down and Python could not print them; float64 (exact=False) answers at once.
+_MAX_EXACT_BITS = limits.MAX_DIGITS / math.log10(2)
 
 
 @lru_cache(maxsize=512)
@@ -88,6 +88,13 @@ def _bits(x: np.ndarray) -> float:
     if isinstance(m, Fraction):  # math.log2 would go through float and overflow
         m = int(m) + 1
     return math.log2(m) if m > 1 else 0.0
+
+
+def _short_text(e: ast.Expr) -> str:
+    from matlang.printer import to_text
+
+    text = to_text(e, definitions=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _unify(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -181,8 +188,10 @@ class DenseEvaluator:
 
     def power(self, m: np.ndarray, k: int) -> np.ndarray:
         if m.dtype != np.float64 and k > 1:
-            # entries of M^k are at most (n max|M|)^k in magnitude
-            self._check_size((_bits(m) + math.log2(max(m.shape[0], 1))) * k, f"a power ^{k}")
+            # |(Mᵏ)_ij| ≤ ‖Mᵏ‖∞ ≤ ‖M‖∞ᵏ, the largest row sum of |M| (the degree for A) to the k
+            norm = max((sum(abs(v) for v in row) for row in m), default=0)
+            bits = math.log2(norm) * k if norm > 1 else 0.0
+            self._check_size(bits, f"a power ^{k}")
         if k == 0:  # M⁰ = I
             return np.eye(m.shape[0], dtype=np.float64 if m.dtype == np.float64 else np.int64)
         # Square-and-multiply, starting from the first factor rather than from I @ M.
@@ -201,7 +210,8 @@ class DenseEvaluator:
         if bits > _MAX_EXACT_BITS:
             raise EvaluationError(
                 f"{what} would give exact numbers of about {int(bits * math.log10(2))} digits "
-                f"on graph {self.graph.label()}; evaluate with exact=False (--float) instead"
+                f"on graph {self.graph.label()}, beyond {limits.named('MAX_DIGITS')}; evaluate "
+                "with exact=False (--float) instead"
             )
 
     # -- evaluation ------------------------------------------------------------------------
@@ -211,6 +221,8 @@ class DenseEvaluator:
         if hit is not None:
             return hit
         out = self._eval(e)
+        if out.dtype == object:  # exact numbers past int64: bounded (products, sums, ...)
+            self._check_size(_bits(out), _short_text(e))
         self._memo[key] = out
         return out
 

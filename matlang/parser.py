@@ -19,7 +19,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
 from grammars import GRAMMAR_PATH
-from matlang import ast
+from matlang import ast, limits
 from matlang.errors import (
     ArityError,
     FunctionError,
@@ -180,9 +180,8 @@ class _Builder:
         return ast.Transpose(self.expr(operand), span=sp)
 
     def e_superpower(self, t: Tree, sp: Span) -> ast.Expr:
-        digits = str(t.children[1])
-        k = int("".join(str(SUPERSCRIPTS[c]) for c in digits))
-        return ast.Power(self.expr(t.children[0]), k, span=sp)
+        digits = "".join(str(SUPERSCRIPTS[c]) for c in str(t.children[1]))
+        return ast.Power(self.expr(t.children[0]), _exponent(digits, sp), span=sp)
 
     def e_power(self, t: Tree, sp: Span) -> ast.Expr:
         base = self.expr(t.children[0])
@@ -195,7 +194,7 @@ class _Builder:
             tok = str(t.children[0])
             if not tok.isdigit():
                 raise PowerError(f"a power must be a non-negative integer, got {tok}", sp)
-            return int(tok)
+            return _exponent(tok, sp)
         if kind == "exp_negative":
             raise PowerError(
                 f"a power must be a non-negative integer, got -{t.children[1]}",
@@ -213,7 +212,7 @@ class _Builder:
         raise PowerError("a power must be a literal non-negative integer", sp)
 
     def e_number(self, t: Tree, sp: Span) -> ast.Expr:
-        return ast.Number(Fraction(str(t.children[0])), span=sp)
+        return ast.Number(_literal(str(t.children[0]), sp), span=sp)
 
     def e_ones(self, t: Tree, sp: Span) -> ast.Expr:
         return ast.Ones(span=sp)
@@ -373,6 +372,61 @@ _EXPRESSIONS: dict[str, Callable[[_Builder, Tree, Span], ast.Expr]] = {
 # --------------------------------------------------------------------------- API
 
 
+def _exponent(digits: str, sp: Span) -> int:
+    """A power's digits as an int, refused past MAX_EXPONENT before int() reads them (a
+    10⁵-digit exponent would take seconds, and Python refuses more than 4300 digits)."""
+    k = int(digits) if len(digits) <= len(str(limits.MAX_EXPONENT)) else limits.MAX_EXPONENT + 1
+    if k > limits.MAX_EXPONENT:
+        shown = digits if len(digits) <= 12 else f"{digits[:6]}… ({len(digits)} digits)"
+        raise PowerError(f"the power ^{shown} is beyond {limits.named('MAX_EXPONENT')}", sp)
+    return k
+
+
+_LITERAL = re.compile(r"([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+
+
+def _literal(tok: str, sp: Span) -> Fraction:
+    """A number literal, exact, refused past MAX_LITERAL_DIGITS significant digits or a
+    magnitude past 10^±MAX_LITERAL_EXPONENT (``1e99999999`` would build a 10⁸-digit integer),
+    before any integer is built from it."""
+    m = _LITERAL.fullmatch(tok)
+    assert m is not None  # the grammar's NUMBER
+    digits = m.group(1) + (m.group(2) or "")
+    significant = digits.strip("0")
+    exp = m.group(3) or "0"
+    if len(significant) > limits.MAX_LITERAL_DIGITS:
+        raise MatlangSyntaxError(
+            f"the number has {len(significant)} significant digits, beyond "
+            f"{limits.named('MAX_LITERAL_DIGITS')}",
+            sp,
+        )
+    shown = tok if len(tok) <= 24 else tok[:20] + "…"
+    # the power of ten of the leading digit: 1e300 and 1000…0 (301 digits) are 10^300
+    lead = len(m.group(1)) - (len(digits) - len(digits.lstrip("0"))) - 1
+    if significant and (
+        len(exp.lstrip("+-")) > 6 or abs(lead + int(exp)) > limits.MAX_LITERAL_EXPONENT
+    ):
+        raise MatlangSyntaxError(
+            f"the number {shown} is beyond 10^±{limits.MAX_LITERAL_EXPONENT} "
+            f"({limits.named('MAX_LITERAL_EXPONENT')})",
+            sp,
+        )
+    return Fraction(tok)
+
+
+def _depth(tree: Tree) -> tuple[int, Tree]:
+    """The nesting depth of a parse tree and its deepest subtree (iteratively: the tree may be
+    deeper than Python's recursion limit)."""
+    deepest, where = 0, tree
+    stack: list[tuple[Tree, int]] = [(tree, 1)]
+    while stack:
+        t, d = stack.pop()
+        if d > deepest:
+            deepest, where = d, t
+        stack.extend((c, d + 1) for c in t.children if isinstance(c, Tree))
+    return deepest, where
+
+
 def parse_program(
     text: str,
     *,
@@ -382,10 +436,25 @@ def parse_program(
     """Every statement of ``text``: sentences, ``let`` bindings and functions, ``input`` names."""
     if not isinstance(text, str):
         raise TypeError(f"parse expects a string, got {type(text).__name__}")
+    if len(text) > limits.MAX_SENTENCE_CHARS:
+        raise MatlangSyntaxError(
+            f"the text has {len(text)} characters, beyond {limits.named('MAX_SENTENCE_CHARS')}",
+            Span.of(text, limits.MAX_SENTENCE_CHARS),
+        )
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as e:
         raise syntax_error(e, text) from None
+    # every later stage walks the AST recursively: bound its depth here
+    depth, deepest = _depth(tree)
+    if depth > limits.MAX_NESTING:
+        meta = deepest.meta
+        start = getattr(meta, "start_pos", 0) if not meta.empty else 0
+        raise MatlangSyntaxError(
+            f"the sentence nests {depth} levels deep, beyond {limits.named('MAX_NESTING')}",
+            Span.of(text, start),
+            text,
+        )
     scope = _Scope(text, functions=dict(functions or {}))
     for name in inputs:
         scope.inputs[name] = ast.Input(name, COLUMN)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from matlang import ast
+from matlang import ast, limits
 from matlang.errors import MatlangError
 from matlang.graphs import Graph, from_adjacency, from_graph6, named
 
@@ -277,21 +277,34 @@ class WitnessLibrary:
     def graphs(self) -> list[Graph]:
         return [g for c in self.classes for g in c.graphs]
 
-    def search(self, expr: ast.Expr, level: int) -> Witness | None:
+    def search(
+        self,
+        expr: ast.Expr,
+        level: int,
+        *,
+        seconds: float = limits.WITNESS_SECONDS,
+        notes: list[str] | None = None,
+    ) -> Witness | None:
         """A witness for a sentence whose fragment is L``level``: a pair from a class of the
         highest tag below ``level`` that the sentence separates; None if there is none.
 
         Classes of tag ≥ ``level`` are evaluated too, and raise :class:`SoundnessError` when the
-        sentence separates them.
+        sentence separates them. The search stops after ``seconds`` (None then, and a line
+        saying so appended to ``notes``).
         """
+        import time
+
         from matlang.evaluator import evaluate_graph
 
         memo: dict[int, Any] = {}
         fail = object()
+        deadline = time.monotonic() + seconds
 
         def value(g: Graph) -> Any:
             key = id(g)
             if key not in memo:
+                if time.monotonic() > deadline:
+                    raise _OutOfTime
                 try:
                     v = evaluate_graph(expr, g)
                     memo[key] = _readout(v, expr.shape)
@@ -311,6 +324,15 @@ class WitnessLibrary:
                     return first[0], i
             return None
 
+        try:
+            return self._search(expr, level, separated, value)
+        except _OutOfTime:
+            if notes is not None:
+                limit = limits.named("WITNESS_SECONDS")
+                notes.append(f"witness search stopped after {seconds:g} s ({limit})")
+            return None
+
+    def _search(self, expr: ast.Expr, level: int, separated: Any, value: Any) -> Witness | None:
         for cls in self.classes:
             if cls.tag >= level:
                 hit = separated(cls)
@@ -342,6 +364,10 @@ class WitnessLibrary:
                         (cls.id_of(i), cls.id_of(j)),
                     )
         return None
+
+
+class _OutOfTime(Exception):
+    """The witness search ran past its time (caught in :meth:`WitnessLibrary.search`)."""
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from matlang import ast as A
 from matlang import evaluate, parse
-from matlang.errors import EvaluationError, GraphError, MatlangError
+from matlang.errors import EvaluationError, GraphError, MatlangError, PowerError
 from matlang.evaluator import DenseEvaluator, evaluate_graph, evaluate_many, to_float
 from matlang.graphs import (
     PAPER_GRAPH6,
@@ -74,7 +74,15 @@ def test_values_stay_int64_when_small() -> None:
 
 
 def test_huge_exact_values_are_refused_clearly() -> None:
-    with pytest.raises(EvaluationError, match=r"a power \^1000000 would give exact numbers"):
+    too_big = r"a power \^10000 would give exact numbers of about 9542 digits on graph K10, beyond"
+    with pytest.raises(EvaluationError, match=too_big + " the limit MAX_DIGITS = 4 000"):
+        evaluate("tr(A^10000)", "K10")
+    # every exact value stays printable (Python refuses ints of more than 4300 digits)
+    assert len(str(evaluate("tr(A^8000)", "K3"))) == 2409
+    product = r"A³⁰⁰⁰ A³⁰⁰⁰ would give exact numbers of about 57\d\d digits"
+    with pytest.raises(EvaluationError, match=product):
+        evaluate("tr(A^3000 A^3000)", "K10")  # a product, not a power: checked as computed
+    with pytest.raises(PowerError, match=r"the power \^1000000 is beyond the limit MAX_EXPONENT"):
         evaluate("tr(A^1000000)", "K10")
     assert evaluate("tr(A^1000)", "K3") == 2**1000 + 2  # eigenvalues 2, -1, -1
     assert evaluate("tr(A^1000)", "K3", exact=False) == pytest.approx(2.0**1000)
