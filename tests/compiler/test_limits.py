@@ -73,7 +73,7 @@ def test_values_at_the_limits_are_right() -> None:
     assert evaluate("tr(A^8000)", "K3") == 2**8000 + 2
     assert evaluate(f"tr(A^{limits.MAX_EXPONENT})", "empty3") == 0
     model = compile("tr(A^254)", dtype=torch.float64)
-    assert model(named("K3")).tolist() == [float(2**254 + 2)]
+    assert model(named("K3")).item() == pytest.approx(2.0**254, rel=1e-12)
     assert compile("1e300 tr(A)", dtype=torch.float64)(named("K3")).tolist() == [0.0]
 
 
