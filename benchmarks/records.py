@@ -251,7 +251,7 @@ def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any])
         f"another config ({differs[0]} = {old_config[differs[0]]!r}, this run has "
         f"{config[differs[0]]!r})"
         if differs
-        else f"the same settings, {len(seeds)} seed(s)"
+        else "the same settings" + (f", {len(seeds)} seed(s)" if seeds else "")
     )
     return (
         f"{path} exists ({what}); it is never replaced without --force: --append adds seeds "

@@ -378,6 +378,7 @@ def bench(args: argparse.Namespace) -> int:
         pairs = list(range(a, b))
     trained = not (model.startswith("bank-") or model in ("1-wl", "3-wl"))
     # A bank's file names its size bound: rows of several bounds sit side by side.
+    name: str
     if model in ("1-wl", "3-wl"):
         name = normalize_test(model)
     elif model.startswith("bank-"):

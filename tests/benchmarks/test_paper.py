@@ -606,6 +606,25 @@ def test_bench_count_protocol_switch_records_every_setting(
     assert "another config" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(not datasets.data_available("brec"), reason="BREC data not found")
+def test_bench_brec_never_replaces_a_result_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def brec(*extra: str) -> int:
+        base = ["bench", "brec", "--model", "1-wl", "--pairs", "0:2", "--json", "--no-progress"]
+        return main([*base, "--out", str(tmp_path), *extra])
+
+    assert brec() == 0
+    path = tmp_path / "brec-brec-1-wl.json"
+    first = path.read_bytes()
+    capsys.readouterr()
+    assert brec() == 1
+    assert f"{path} exists (the same settings); it is never replaced" in capsys.readouterr().err
+    assert path.read_bytes() == first
+    assert brec("--force") == 0
+    assert json.loads(path.read_text())["pairs"] == 2
+
+
 def test_classify_datasets_without_a_data_folder_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
