@@ -175,6 +175,18 @@ BUILDERS: dict[str, Callable[[dict[str, Any], Batch, list[Graph] | None], Prepar
 }
 
 
+def missing_extra(contestant: dict[str, Any]) -> str | None:
+    """Why a contestant cannot run on this install, or None: the hand-written implementations
+    and the torch_sparse backend need the ``sparse`` extra (torch-sparse, torch-scatter), which
+    the default install leaves out."""
+    from runtime import sparse
+
+    needs = contestant.get("kind") == "handwritten" or contestant.get("backend") == "torch_sparse"
+    if needs and "torch_sparse" not in sparse.available_backends():
+        return "needs torch-sparse and torch-scatter (not installed: bash .ci/setup --sparse)"
+    return None
+
+
 def _out_of_memory(err: BaseException) -> bool:
     text = str(err)
     marks = ("can't allocate memory", "DefaultCPUAllocator", "bad_alloc", "Cannot allocate")
@@ -213,6 +225,10 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
         name = c["name"]
         entry: dict[str, Any] = {k: v for k, v in c.items() if k != "name"}
         result["contestants"][name] = entry
+        reason = missing_extra(c)
+        if reason is not None:  # not an error: the report says why the cell is empty
+            entry["skipped"] = reason
+            continue
         try:
             prepared = BUILDERS[c["kind"]](c, batch, graphs)
             entry.update(prepared.info)

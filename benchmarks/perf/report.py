@@ -42,6 +42,8 @@ def _c(res: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _t(res: dict[str, Any], name: str) -> str:
     c = _c(res, name)
+    if "skipped" in c:
+        return "skipped: " + c["skipped"].split(" (")[0]
     if "error" in c:
         return "error"
     if c.get("min_s") is None:
