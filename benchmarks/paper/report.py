@@ -407,7 +407,15 @@ def render(results: Sequence[Result], plots: dict[str, str] | None = None) -> st
     if "table3" in plots:
         out += [f"![Table 3]({plots['table3']})", ""]
     out += _brec_section(results)
+    out += _tu_section(results)
     return "\n".join(out)
+
+
+def _tu_section(results: Sequence[Result]) -> list[str]:
+    """The appendix's TU table (see :func:`benchmarks.paper.tu.tu_section`)."""
+    from benchmarks.paper.tu import tu_section
+
+    return tu_section([r.data for r in results if r.bench == "tu"])
 
 
 def _brec_section(results: Sequence[Result]) -> list[str]:

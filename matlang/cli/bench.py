@@ -70,6 +70,17 @@ def register(sub: Any) -> None:
     _training(flt, epochs=200, batch_size=1)
     flt.set_defaults(func=_protocol("filter"), dataset="twodgrid30")
 
+    tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")
+    tu.add_argument("--dataset", choices=("mutag", "proteins", "enzymes", "ptc"), required=True)
+    _common(tu, seeds=1)
+    _training(tu, epochs=100, batch_size=32)
+    tu.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
+    tu.add_argument("--folds", metavar="A:B", help="only folds A..B (1..10; default all)")
+    tu.add_argument(
+        "--nproc", type=int, default=1, help="data-parallel processes (torch.distributed, gloo)"
+    )
+    tu.set_defaults(func=_protocol("tu"))
+
     from benchmarks.__main__ import add_arguments as perf_arguments
 
     perf = bsub.add_parser("perf", help="speed, memory and scaling of compiled modules")

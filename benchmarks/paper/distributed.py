@@ -1,0 +1,132 @@
+"""Data-parallel training on ``torch.distributed``: processes, sharded batches, one gradient.
+
+A run with ``P`` processes trains the same model as one process does: every process draws the
+same global batch order (same seed), takes its contiguous part of each global batch, and scales
+its summed loss by ``P / B`` (``B`` the global batch size), so that DistributedDataParallel's
+gradient average equals the gradient of the mean loss over the global batch. Only the order of
+floating-point sums differs from one process, so the results agree within rounding.
+
+:func:`launch` starts ``P`` processes on this machine (gloo on CPU, nccl where every process
+has a GPU); under ``torchrun`` (``RANK``/``WORLD_SIZE``/``MASTER_ADDR`` set) the processes exist
+already and :func:`launch` runs the body in this one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from matlang.errors import MatlangError
+
+
+@dataclass(frozen=True)
+class Group:
+    """This process's place: ``rank`` of ``world`` (``world == 1``: no process group)."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def shard(self, batch: Sequence[int]) -> list[int]:
+        """This process's contiguous part of a global batch (sizes differ by at most one)."""
+        n, p = len(batch), self.world
+        lo = self.rank * n // p
+        hi = (self.rank + 1) * n // p
+        return list(batch[lo:hi])
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """``model`` under DistributedDataParallel (itself for one process)."""
+        if self.world == 1:
+            return model
+        # every parameter takes part in every forward pass (an empty shard multiplies them
+        # by 0), so DDP need not search the graph for unused ones
+        return nn.parallel.DistributedDataParallel(model)
+
+    def loss_scale(self, global_batch: int) -> float:
+        """The factor on this process's summed loss (see the module docstring)."""
+        return self.world / max(1, global_batch)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def from_environment() -> Group | None:
+    """The group ``torchrun`` describes in the environment, initialised; ``None`` outside."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return None
+    group = Group(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    if group.world > 1 and not dist.is_initialized():
+        dist.init_process_group(_backend())
+    return group
+
+
+def _backend() -> str:
+    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+
+
+def _worker(rank: int, world: int, port: int, body: Callable[[Group], Any], out: str) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
+    )
+    torch.set_num_threads(1)
+    dist.init_process_group(_backend(), rank=rank, world_size=world)
+    try:
+        result = body(Group(rank, world))
+        if rank == 0:
+            # through a file: tensors sent through a queue are shared memory that dies with
+            # the process that sent them
+            torch.save(result, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def launch(body: Callable[[Group], Any], nproc: int = 1) -> Any:
+    """``body(group)`` in ``nproc`` processes; the result of process 0. Under ``torchrun``,
+    ``body`` runs in this process with the group of the environment. ``body`` must be
+    picklable (a module-level function or a ``functools.partial`` of one)."""
+    if nproc < 1:
+        raise MatlangError(f"--nproc must be at least 1, got {nproc}")
+    env = from_environment()
+    if env is not None:
+        return body(env)
+    if nproc == 1:
+        return body(Group())
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="matlang-ddp-") as tmp:
+        out = os.path.join(tmp, "result.pt")
+        mp.start_processes(
+            _worker,
+            args=(nproc, _free_port(), body, out),
+            nprocs=nproc,
+            join=True,
+            start_method="spawn",
+        )
+        return torch.load(out, weights_only=False)
+
+
+def all_sum(t: Tensor, group: Group) -> Tensor:
+    """The sum of ``t`` over the processes (``t`` itself for one)."""
+    if group.world == 1:
+        return t
+    t = t.clone()
+    dist.all_reduce(t)
+    return t
+
+
+__all__ = ["Group", "all_sum", "from_environment", "launch"]
