@@ -20,6 +20,12 @@ normalised Laplacian (or the adjacency),
 ``f_s`` spread uniformly over ``[λmin, λmax]`` of the graph, plus the all-pass support
 ``Φ_0(λ) = 1``, i.e. ``M ⊙ U Uᵀ = M ⊙ I = I``. The supports are edge features on the edges of
 ``M`` (self-loops included).
+
+By default no eigendecomposition is taken: λmax comes from Lanczos (or is 2 for a normalised
+Laplacian with a bipartite component) and each band ``M ⊙ Φ_s(B)`` from a Chebyshev series in
+``B`` evaluated on ``M``'s entries only, its order chosen for ``SupportConfig.tolerance``
+(:mod:`runtime.spectral`). ``SupportConfig(exact=True)`` and ``lambda_max(..., exact=True)``
+keep the dense eigendecomposition: the oracle of the tests.
 """
 
 from __future__ import annotations
@@ -34,11 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph, as_graph
+from runtime import spectral
 from runtime.batch import Batch
 
 #: The matrix whose spectrum is taken: ``I - D^{-1/2} A D^{-1/2}`` (isolated nodes: 1 on the
@@ -69,6 +77,18 @@ class LocalGraph:
         else:
             w = self.edge_weight.detach().cpu().to(torch.float64).numpy()
         np.add.at(a, (ei[0], ei[1]), w)
+        return a
+
+    def sparse_adjacency(self) -> sp.csr_matrix:
+        """The adjacency as a scipy CSR matrix (float64, entries stored twice add up, sorted)."""
+        n = self.num_nodes
+        ei = self.edge_index.detach().cpu().numpy()
+        if self.edge_weight is None:
+            w = np.ones(ei.shape[1], dtype=np.float64)
+        else:
+            w = self.edge_weight.detach().cpu().to(torch.float64).numpy()
+        a = sp.csr_matrix((w, (ei[0], ei[1])), shape=(n, n))
+        a.sum_duplicates()
         return a
 
     def fingerprint(self) -> str:
@@ -394,22 +414,54 @@ def spectrum(
     return _cached(cache, "spectrum", graph, (("basis", basis),), compute)
 
 
-def lambda_max(
-    graph: Any, basis: Basis = "normalized_laplacian", *, cache: PreprocessCache | None = None
-) -> float:
-    """The largest eigenvalue of ``basis`` for this graph (0.0 for a graph without nodes)."""
+def sparse_basis(graph: Any, basis: Basis = "normalized_laplacian") -> sp.csr_matrix:
+    """The sparse matrix ``B`` of ``basis`` for one graph (scipy CSR, float64), checked
+    symmetric."""
     _check_basis(basis)
-    return _cached(cache, "lambda_max", graph, (("basis", basis),), _lambda_max(basis))
+    a = as_local_graph(graph).sparse_adjacency()
+    scale = float(np.abs(a.data).max()) if a.nnz else 0.0
+    asym = abs(a - a.T)
+    if asym.nnz and float(asym.data.max()) > 1e-8 + 1e-5 * scale:  # np.allclose's tolerances
+        raise GraphError("a spectrum needs a symmetric adjacency (undirected graph)")
+    if basis == "adjacency":
+        return a
+    d = np.asarray(a.sum(axis=1)).ravel()
+    if basis == "laplacian":
+        return (sp.diags(d) - a).tocsr()
+    dis = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
+    n = a.shape[0]
+    return (sp.identity(n, format="csr") - sp.diags(dis) @ a @ sp.diags(dis)).tocsr()
 
 
-def _lambda_max(basis: Basis) -> Callable[[LocalGraph], float]:
+def _extremes(lg: LocalGraph, basis: Basis, b: sp.csr_matrix, exact: bool) -> spectral.Extremes:
+    """Spectrum bounds of ``B``: ``λmin`` is known for the Laplacians (0, or 1 for a normalised
+    Laplacian without edges, read off the diagonal), and a normalised Laplacian has ``λmax = 2``
+    exactly when a component with an edge is bipartite."""
+    top = None
+    if basis == "normalized_laplacian" and not exact and b.shape[0] >= spectral.LANCZOS_MIN_NODES:
+        if spectral.bipartite_edge_component(lg.sparse_adjacency()):
+            top = 2.0
+    return spectral.extremes(b, lowest=basis == "adjacency", exact=exact, top=top)
+
+
+def lambda_max(
+    graph: Any,
+    basis: Basis = "normalized_laplacian",
+    *,
+    exact: bool = False,
+    cache: PreprocessCache | None = None,
+) -> float:
+    """The largest eigenvalue of ``basis`` for this graph (0.0 for a graph without nodes): by
+    Lanczos to a relative residual of 1e-10 (graphs of fewer than
+    ``spectral.LANCZOS_MIN_NODES`` nodes, or ``exact``: a dense ``eigvalsh``)."""
+    _check_basis(basis)
+    params = (("basis", basis), ("exact", exact))
+    return _cached(cache, "lambda_max", graph, params, _lambda_max(basis, exact))
+
+
+def _lambda_max(basis: Basis, exact: bool = False) -> Callable[[LocalGraph], float]:
     def compute(lg: LocalGraph) -> float:
-        b = basis_matrix(lg, basis)
-        if b.shape[0] == 0:
-            return 0.0
-        if not np.allclose(b, b.T):
-            raise GraphError("a spectrum needs a symmetric adjacency (undirected graph)")
-        return float(np.linalg.eigvalsh(b)[-1])
+        return _extremes(lg, basis, sparse_basis(lg, basis), exact).hi
 
     return compute
 
@@ -418,12 +470,14 @@ def batch_lambda_max(
     batch: Batch,
     basis: Basis = "normalized_laplacian",
     *,
+    exact: bool = False,
     cache: PreprocessCache | None = None,
     dtype: torch.dtype = torch.float64,
 ) -> Tensor:
-    """λmax of every graph of the batch, shape ``(G,)``."""
+    """λmax of every graph of the batch, shape ``(G,)`` (see :func:`lambda_max`)."""
     _check_basis(basis)
-    vals = _per_graph(cache, "lambda_max", batch, (("basis", basis),), _lambda_max(basis))
+    params = (("basis", basis), ("exact", exact))
+    vals = _per_graph(cache, "lambda_max", batch, params, _lambda_max(basis, exact))
     return torch.tensor(vals, dtype=dtype, device=batch.edge_index.device)
 
 
@@ -443,6 +497,12 @@ class SupportConfig:
         all_pass: add the all-pass support ``Φ_0 = 1``, i.e. ``I`` on ``M``.
         add_mask: add ``M`` itself (1 on every edge of the receptive field).
         add_adjacency: add ``A`` restricted to ``M`` (the authors' code does for counting).
+        exact: band supports from a dense eigendecomposition (``O(n³)``; the test oracle)
+            instead of a Chebyshev expansion evaluated on ``M`` only (``runtime.spectral``).
+        tolerance: the expansion's bound on every support entry's error (max abs on ``M``
+            against the exact supports; λmax's Lanczos residual included).
+        order: a fixed expansion order instead of the one ``tolerance`` asks for (the bound
+            it reaches is reported in :attr:`Supports.error_bound`).
     """
 
     basis: Basis = "normalized_laplacian"
@@ -452,6 +512,9 @@ class SupportConfig:
     all_pass: bool = True
     add_mask: bool = False
     add_adjacency: bool = False
+    exact: bool = False
+    tolerance: float = 1e-6
+    order: int | None = None
 
     def __post_init__(self) -> None:
         _check_basis(self.basis)
@@ -463,6 +526,10 @@ class SupportConfig:
             raise MatlangError(f"receptive_field must be at least 1, got {self.receptive_field}")
         if self.num_supports == 0:
             raise MatlangError("a support configuration needs at least one support")
+        if not self.tolerance > 0:
+            raise MatlangError(f"tolerance must be positive, got {self.tolerance}")
+        if self.order is not None and self.order < 0:
+            raise MatlangError(f"order must be non-negative (or None), got {self.order}")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -486,11 +553,17 @@ class SupportConfig:
 
 @dataclass(frozen=True, eq=False)
 class Supports:
-    """Supports as edge features on the edges of the receptive field ``M``."""
+    """Supports as edge features on the edges of the receptive field ``M``.
+
+    ``error_bound``: a bound on every entry's error against the exact eigendecomposition
+    (0 for ``exact=True``; a batch: the largest of its graphs'); ``order``: the largest
+    Chebyshev order used (0 when exact)."""
 
     edge_index: Tensor  # (2, E_M), row-major sorted per graph, self-loops included
     edge_attr: Tensor  # (E_M, S)
     names: tuple[str, ...]
+    error_bound: float = 0.0
+    order: int = 0
 
     @property
     def num_supports(self) -> int:
@@ -499,11 +572,19 @@ class Supports:
 
 def receptive_field_mask(graph: Any, receptive_field: int = 1) -> np.ndarray:
     """``(A + I)^r > 0`` as a boolean n×n matrix."""
-    a = as_local_graph(graph).adjacency() != 0
-    step = a | np.eye(a.shape[0], dtype=bool)
-    m = step.copy()
+    m = receptive_field_pattern(graph, receptive_field)
+    return np.asarray(m.toarray(), dtype=bool)
+
+
+def receptive_field_pattern(graph: Any, receptive_field: int = 1) -> sp.csr_matrix:
+    """``(A + I)^r > 0`` as a sparse boolean CSR matrix with sorted indices."""
+    lg = as_local_graph(graph)
+    a = lg.sparse_adjacency()
+    step = ((a != 0) + sp.identity(lg.num_nodes, dtype=bool, format="csr")).astype(bool).tocsr()
+    m = step
     for _ in range(receptive_field - 1):
-        m = (m.astype(np.int64) @ step.astype(np.int64)) > 0
+        m = (m @ step).astype(bool).tocsr()
+    m.sort_indices()
     return m
 
 
@@ -518,30 +599,72 @@ def gnnml3_supports(
     return _cached(cache, "gnnml3_supports", graph, cfg.key(), _supports(cfg))
 
 
+def _exact_bands(lg: LocalGraph, cfg: SupportConfig, rows: np.ndarray, cols: np.ndarray):
+    """The bands from a dense eigendecomposition: ``Σ_k U[i,k] U[j,k] φ_k`` on M's entries."""
+    # not cached: n×n eigenvectors per graph would dwarf the supports we keep
+    spec = spectrum(lg, cfg.basis)
+    lam, u = spec.eigenvalues, spec.eigenvectors
+    lo, hi = (float(lam.min()), float(lam.max())) if lam.size else (0.0, 0.0)
+    centres = np.linspace(lo, hi, cfg.num_bands)
+    phi = np.exp(-cfg.bandwidth * (lam[:, None] - centres[None, :]) ** 2)  # (n, S)
+    if not rows.size:
+        return np.zeros((cfg.num_bands, 0))
+    return ((u[rows] * u[cols]) @ phi).T
+
+
+def _expanded_bands(
+    lg: LocalGraph, cfg: SupportConfig, rows: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, float, int]:
+    """The bands as a Chebyshev series in ``B`` evaluated on M's entries by probing
+    (``runtime.spectral``), its error bound and order."""
+    b = sparse_basis(lg, cfg.basis)
+    ext = _extremes(lg, cfg.basis, b, exact=False)
+    centres = np.linspace(ext.lo, ext.hi, cfg.num_bands)
+    bands = spectral.gaussian_bands(centres, cfg.bandwidth)
+    d = b.diagonal()
+    if b.nnz == np.count_nonzero(d):  # no edges: B is diagonal and Φ(B) = diag(Φ(B_ii))
+        return bands(d)[:, rows] * (rows == cols), 0.0, 0
+    # the centres move by at most the Lanczos residual: budget it, and widen the interval
+    # by it so that it holds the whole spectrum
+    centre_error = spectral.centre_sensitivity(cfg.bandwidth) * ext.error
+    budget = cfg.tolerance - centre_error
+    if budget <= 0:
+        raise GraphError(
+            f"tolerance {cfg.tolerance:g} is below the λmax error {centre_error:.2g} of a graph "
+            f"of {lg.num_nodes} nodes; pass a larger tolerance or exact=True"
+        )
+    margin = ext.error + 1e-12 * max(1.0, abs(ext.hi), abs(ext.lo))
+    series = spectral.chebyshev_series(
+        bands, ext.lo - margin, ext.hi + margin, tolerance=budget, order=cfg.order
+    )
+    colours, count = spectral.distance_colouring(lg.sparse_adjacency(), series.order + cfg.receptive_field)
+    vals = spectral.masked_series(b, series, rows, cols, colours, count)
+    return vals, series.bound + centre_error, series.order
+
+
 def _supports(cfg: SupportConfig) -> Callable[[LocalGraph], Supports]:
     def compute(lg: LocalGraph) -> Supports:
-        m = receptive_field_mask(lg, cfg.receptive_field)
-        rows, cols = np.nonzero(m)
+        m = receptive_field_pattern(lg, cfg.receptive_field)
+        rows = np.repeat(np.arange(lg.num_nodes, dtype=np.int64), np.diff(m.indptr))
+        cols = m.indices.astype(np.int64)
         cols_out: list[np.ndarray] = []
+        bound, order = 0.0, 0
         if cfg.num_bands:
-            # not cached: n×n eigenvectors per graph would dwarf the supports we keep
-            spec = spectrum(lg, cfg.basis)
-            lam, u = spec.eigenvalues, spec.eigenvectors
-            lo, hi = (float(lam.min()), float(lam.max())) if lam.size else (0.0, 0.0)
-            centres = np.linspace(lo, hi, cfg.num_bands)
-            phi = np.exp(-cfg.bandwidth * (lam[:, None] - centres[None, :]) ** 2)  # (n, S)
-            # (U diag(φ) Uᵀ)[i, j] = Σ_k U[i,k] U[j,k] φ_k, evaluated only on M's entries
-            bands = (u[rows] * u[cols]) @ phi if rows.size else np.zeros((0, cfg.num_bands))
-            cols_out.extend(bands.T)
+            if cfg.exact:
+                bands = _exact_bands(lg, cfg, rows, cols)
+            else:
+                bands, bound, order = _expanded_bands(lg, cfg, rows, cols)
+            cols_out.extend(bands)
         if cfg.all_pass:
             cols_out.append((rows == cols).astype(np.float64))
         if cfg.add_mask:
             cols_out.append(np.ones(rows.size))
         if cfg.add_adjacency:
-            cols_out.append(lg.adjacency()[rows, cols])
+            a = lg.sparse_adjacency()
+            cols_out.append(np.asarray(a[rows, cols]).reshape(-1) if rows.size else np.zeros(0))
         attr = np.stack(cols_out, axis=1) if cols_out else np.zeros((rows.size, 0))
         ei = torch.from_numpy(np.stack([rows, cols]).astype(np.int64))
-        return Supports(ei, torch.from_numpy(np.ascontiguousarray(attr)), cfg.names)
+        return Supports(ei, torch.from_numpy(np.ascontiguousarray(attr)), cfg.names, bound, order)
 
     return compute
 
@@ -567,7 +690,9 @@ def batch_supports(
         else:
             ei = torch.zeros(2, 0, dtype=torch.int64)
             attr = torch.zeros(0, cfg.num_supports, dtype=torch.float64)
-        return Supports(ei.to(device), attr.to(device=device, dtype=dt), cfg.names)
+        bound = max((p.error_bound for p in parts), default=0.0)
+        order = max((p.order for p in parts), default=0)
+        return Supports(ei.to(device), attr.to(device=device, dtype=dt), cfg.names, bound, order)
 
     if cache is None:
         return assemble()
@@ -590,6 +715,8 @@ __all__ = [
     "gnnml3_supports",
     "lambda_max",
     "receptive_field_mask",
+    "receptive_field_pattern",
+    "sparse_basis",
     "spectrum",
     "split_batch",
 ]

@@ -99,9 +99,11 @@ def test_batch_lambda_max_is_per_graph() -> None:
     ],
     ids=["paper", "adjacency", "r2", "one-band"],
 )
-def test_supports_match_algorithm_1(cfg: pp.SupportConfig) -> None:
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "expanded"])
+def test_supports_match_algorithm_1(cfg: pp.SupportConfig, exact: bool) -> None:
     g = named("bicyclopentyl")
     a = g.adjacency.astype(float)
+    cfg = dataclasses.replace(cfg, exact=exact)
     sup = pp.gnnml3_supports(g, cfg)
     ref = dense_supports(a, cfg)
     m = ref.any(-1) | (np.linalg.matrix_power(a + np.eye(10), cfg.receptive_field) > 0)
@@ -112,7 +114,12 @@ def test_supports_match_algorithm_1(cfg: pp.SupportConfig) -> None:
     assert set(zip(rows.tolist(), cols.tolist(), strict=True)) == set(
         zip(*np.nonzero(m), strict=True)
     )
-    np.testing.assert_allclose(sup.edge_attr.numpy(), ref[rows, cols], atol=1e-12)
+    err = np.abs(sup.edge_attr.numpy() - ref[rows, cols]).max()
+    if exact:
+        assert err <= 1e-12 and sup.error_bound == 0.0 and sup.order == 0
+    else:  # the expansion's bound holds and meets the default tolerance
+        assert err <= sup.error_bound <= cfg.tolerance == 1e-6
+        assert sup.order > 0
 
 
 def test_receptive_field_has_self_loops_and_all_pass_is_identity() -> None:
