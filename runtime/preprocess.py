@@ -572,8 +572,12 @@ class Supports:
 
 def receptive_field_mask(graph: Any, receptive_field: int = 1) -> np.ndarray:
     """``(A + I)^r > 0`` as a boolean n×n matrix."""
-    m = receptive_field_pattern(graph, receptive_field)
-    return np.asarray(m.toarray(), dtype=bool)
+    a = as_local_graph(graph).adjacency() != 0
+    step = a | np.eye(a.shape[0], dtype=bool)
+    m = step.copy()
+    for _ in range(receptive_field - 1):
+        m = (m.astype(np.int64) @ step.astype(np.int64)) > 0
+    return m
 
 
 def receptive_field_pattern(graph: Any, receptive_field: int = 1) -> sp.csr_matrix:
@@ -615,15 +619,30 @@ def _exact_bands(lg: LocalGraph, cfg: SupportConfig, rows: np.ndarray, cols: np.
 def _expanded_bands(
     lg: LocalGraph, cfg: SupportConfig, rows: np.ndarray, cols: np.ndarray
 ) -> tuple[np.ndarray, float, int]:
-    """The bands as a Chebyshev series in ``B`` evaluated on M's entries by probing
-    (``runtime.spectral``), its error bound and order."""
-    b = sparse_basis(lg, cfg.basis)
-    ext = _extremes(lg, cfg.basis, b, exact=False)
-    centres = np.linspace(ext.lo, ext.hi, cfg.num_bands)
-    bands = spectral.gaussian_bands(centres, cfg.bandwidth)
+    """The bands as a Chebyshev series in ``B`` evaluated on M's entries (``runtime.spectral``:
+    by probing; below ``spectral.DENSE_BELOW`` nodes with dense n × n products, which cost less
+    than sparse bookkeeping there), its error bound and order."""
+    small = lg.num_nodes < spectral.DENSE_BELOW
+    if small:
+        dense = basis_matrix(lg, cfg.basis)
+        if dense.size and not np.allclose(dense, dense.T):
+            raise GraphError("a spectrum needs a symmetric adjacency (undirected graph)")
+        b = sp.csr_matrix(dense)
+    else:
+        b = sparse_basis(lg, cfg.basis)
     d = b.diagonal()
     if b.nnz == np.count_nonzero(d):  # no edges: B is diagonal and Φ(B) = diag(Φ(B_ii))
+        lo, hi = (float(d.min()), float(d.max())) if d.size else (0.0, 0.0)
+        centres = np.linspace(lo, hi, cfg.num_bands)
+        bands = spectral.gaussian_bands(centres, cfg.bandwidth)
         return bands(d)[:, rows] * (rows == cols), 0.0, 0
+    if small:
+        lam = np.linalg.eigvalsh(dense)
+        lo = float(lam[0]) if cfg.basis == "adjacency" else 0.0  # Laplacians: 0 with an edge
+        ext = spectral.Extremes(lo, float(lam[-1]), 0.0)
+    else:
+        ext = _extremes(lg, cfg.basis, b, exact=False)
+    bands = spectral.gaussian_bands(np.linspace(ext.lo, ext.hi, cfg.num_bands), cfg.bandwidth)
     # the centres move by at most the Lanczos residual: budget it, and widen the interval
     # by it so that it holds the whole spectrum
     centre_error = spectral.centre_sensitivity(cfg.bandwidth) * ext.error
@@ -637,16 +656,23 @@ def _expanded_bands(
     series = spectral.chebyshev_series(
         bands, ext.lo - margin, ext.hi + margin, tolerance=budget, order=cfg.order
     )
-    colours, count = spectral.distance_colouring(lg.sparse_adjacency(), series.order + cfg.receptive_field)
-    vals = spectral.masked_series(b, series, rows, cols, colours, count)
+    if small:
+        vals = spectral.dense_series(dense, series, rows, cols)
+    else:
+        adj = lg.sparse_adjacency()
+        colours, count = spectral.distance_colouring(adj, series.order + cfg.receptive_field)
+        vals = spectral.masked_series(b, series, rows, cols, colours, count)
     return vals, series.bound + centre_error, series.order
 
 
 def _supports(cfg: SupportConfig) -> Callable[[LocalGraph], Supports]:
     def compute(lg: LocalGraph) -> Supports:
-        m = receptive_field_pattern(lg, cfg.receptive_field)
-        rows = np.repeat(np.arange(lg.num_nodes, dtype=np.int64), np.diff(m.indptr))
-        cols = m.indices.astype(np.int64)
+        if lg.num_nodes < spectral.DENSE_BELOW:
+            rows, cols = np.nonzero(receptive_field_mask(lg, cfg.receptive_field))
+        else:  # row-major sorted like np.nonzero
+            m = receptive_field_pattern(lg, cfg.receptive_field)
+            rows = np.repeat(np.arange(lg.num_nodes, dtype=np.int64), np.diff(m.indptr))
+            cols = m.indices.astype(np.int64)
         cols_out: list[np.ndarray] = []
         bound, order = 0.0, 0
         if cfg.num_bands:
@@ -660,8 +686,11 @@ def _supports(cfg: SupportConfig) -> Callable[[LocalGraph], Supports]:
         if cfg.add_mask:
             cols_out.append(np.ones(rows.size))
         if cfg.add_adjacency:
-            a = lg.sparse_adjacency()
-            cols_out.append(np.asarray(a[rows, cols]).reshape(-1) if rows.size else np.zeros(0))
+            if lg.num_nodes < spectral.DENSE_BELOW:
+                cols_out.append(lg.adjacency()[rows, cols])
+            else:
+                a = lg.sparse_adjacency()
+                cols_out.append(np.asarray(a[rows, cols]).reshape(-1) if rows.size else np.zeros(0))
         attr = np.stack(cols_out, axis=1) if cols_out else np.zeros((rows.size, 0))
         ei = torch.from_numpy(np.stack([rows, cols]).astype(np.int64))
         return Supports(ei, torch.from_numpy(np.ascontiguousarray(attr)), cfg.names, bound, order)

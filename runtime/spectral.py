@@ -47,6 +47,10 @@ from matlang.errors import GraphError
 #: there, faster than ARPACK, which also needs ``k < n``).
 LANCZOS_MIN_NODES = 32
 
+#: Graphs with fewer nodes evaluate the series with dense n × n products (no colouring): there
+#: scipy.sparse's per-call cost exceeds the arithmetic.
+DENSE_BELOW = 64
+
 #: Landmarks per component for the probing colouring (a 2-D grid needs its 4 corners).
 LANDMARKS = 4
 
@@ -344,6 +348,25 @@ def masked_series(
     return out
 
 
+def dense_series(
+    b: np.ndarray, series: Series, rows: np.ndarray, cols: np.ndarray
+) -> np.ndarray:
+    """``p_K(B)[rows, cols]`` with dense n × n products (small graphs), shape (S, len(rows))."""
+    n = b.shape[0]
+    lo, hi = series.lo, series.hi
+    bt = (2.0 * b - (hi + lo) * np.eye(n)) / (hi - lo)
+    k1 = series.coefficients.shape[1]
+    gathered = np.empty((k1, rows.size))
+    prev, cur = np.eye(n), bt
+    gathered[0] = prev[rows, cols]
+    if k1 > 1:
+        gathered[1] = cur[rows, cols]
+    for k in range(2, k1):
+        prev, cur = cur, 2.0 * (bt @ cur) - prev  # T_{k+1} = 2 B̃ T_k − T_{k−1}
+        gathered[k] = cur[rows, cols]
+    return series.coefficients @ gathered
+
+
 def gaussian_bands(centres: np.ndarray, bandwidth: float) -> Callable[[np.ndarray], np.ndarray]:
     """``λ ↦ (exp(−b (λ − f_s)²))_s``: GNNML3's band functions, vectorised ``(m,) → (S, m)``."""
 
@@ -365,6 +388,7 @@ __all__ = [
     "Series",
     "centre_sensitivity",
     "chebyshev_series",
+    "dense_series",
     "distance_colouring",
     "extremes",
     "gaussian_bands",
