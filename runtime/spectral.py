@@ -43,6 +43,11 @@ from scipy.sparse import csgraph
 
 from matlang.errors import GraphError
 
+try:  # y += A x for CSR A and a block of vectors, accumulating in place (no temporary)
+    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
+except ImportError:  # pragma: no cover
+    _csr_matvecs = None
+
 #: Graphs with fewer nodes get their extreme eigenvalues from a dense ``eigvalsh`` (exact and,
 #: there, faster than ARPACK, which also needs ``k < n``).
 LANCZOS_MIN_NODES = 32
@@ -270,8 +275,13 @@ def _landmark_colours(dist: np.ndarray, comp: np.ndarray, distance: int) -> tupl
     group_start = starts[np.cumsum(new_group) - 1]
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n) - group_start
-    colour_key = np.vstack([dist % mod, rank[None, :]])
-    _, colours = np.unique(colour_key, axis=1, return_inverse=True)
+    if math.log2(max(n, 2)) + dist.shape[0] * math.log2(mod) < 62:
+        key = rank.copy()  # mixed radix: residues < mod, rank < n, fits in int64
+        for res in dist % mod:
+            key = key * mod + res
+        _, colours = np.unique(key, return_inverse=True)
+    else:
+        _, colours = np.unique(np.vstack([dist % mod, rank]), axis=1, return_inverse=True)
     colours = colours.reshape(-1).astype(np.int64)
     return colours, int(colours.max()) + 1
 
@@ -314,15 +324,15 @@ def masked_series(
     if rows.size == 0:
         return out
     lo, hi = series.lo, series.hi
-    alpha = 2.0 / (hi - lo)
-    bt = (alpha * b - ((hi + lo) / (hi - lo)) * sp.identity(n, format="csr")).tocsr()
-    bt.sort_indices()
+    # ±2B̃ = ±(4B − 2(lo + hi) I) / (hi − lo): see _chebyshev_block for the signs
+    two_bt = ((4.0 * b - 2.0 * (hi + lo) * sp.identity(n, format="csr")) / (hi - lo)).tocsr()
+    two_bt.sort_indices()
+    minus_two_bt = (-two_bt).tocsr()
     # mask entries grouped by their column's colour, so a block of colours owns a slice
     col_colour = colours[cols]
     by_colour = np.argsort(col_colour, kind="stable")
     bounds = np.searchsorted(col_colour[by_colour], np.arange(num_colours + 1), side="left")
     block = max(1, min(num_colours, PROBE_BLOCK // max(n, 1)))
-    coeffs = series.coefficients
     for c0 in range(0, num_colours, block):
         c1 = min(num_colours, c0 + block)
         width = c1 - c0
@@ -333,19 +343,44 @@ def masked_series(
         z = np.zeros((n, width))
         members = np.nonzero((colours >= c0) & (colours < c1))[0]
         z[members, colours[members] - c0] = 1.0
-        gathered = np.empty((k1, entries.size))
-        prev, cur = z, bt @ z
-        gathered[0] = z.reshape(-1)[flat]
-        if k1 > 1:
-            gathered[1] = cur.reshape(-1)[flat]
-        for k in range(2, k1):
-            nxt = bt @ cur
-            nxt *= 2.0
-            nxt -= prev  # T_{k+1} = 2 B̃ T_k − T_{k−1}
-            prev, cur = cur, nxt
-            gathered[k] = cur.reshape(-1)[flat]
-        out[:, entries] = coeffs @ gathered
+        gathered = _chebyshev_block((two_bt, minus_two_bt), z, k1, flat)
+        out[:, entries] = series.coefficients @ gathered
     return out
+
+
+def _chebyshev_block(
+    two_bt: tuple[sp.csr_matrix, sp.csr_matrix], z: np.ndarray, k1: int, flat: np.ndarray
+) -> np.ndarray:
+    """``(T_k(B̃) Z).flat[flat]`` for ``k < k1``, shape (k1, len(flat)).
+
+    One accumulating sparse product per order and nothing else: with ``V_k = ε_k T_k`` and
+    signs ``ε = +, +, −, −, +, +, …`` the recurrence ``T_{k+1} = 2B̃ T_k − T_{k−1}`` reads
+    ``V_{k+1} = V_{k−1} + (ε_{k+1} ε_k) 2B̃ V_k``, i.e. ``V_{k−1}``'s buffer ``+= (±2B̃) V_k``
+    (scipy's ``csr_matvecs`` accumulates into its output), so no array is allocated or
+    rescaled per order."""
+    gathered = np.empty((k1, flat.size))
+    gathered[0] = z.reshape(-1)[flat]
+    if k1 == 1:
+        return gathered
+    prev = z
+    cur = 0.5 * (two_bt[0] @ z)  # T_1 = B̃ Z
+    gathered[1] = cur.reshape(-1)[flat]
+    eps = [1.0, 1.0, -1.0, -1.0]
+    for k in range(1, k1 - 1):
+        sign = eps[(k + 1) % 4] * eps[k % 4]
+        _accumulate(two_bt[0] if sign > 0 else two_bt[1], cur, prev)  # prev ← V_{k+1}
+        prev, cur = cur, prev
+        gathered[k + 1] = eps[(k + 1) % 4] * cur.reshape(-1)[flat]
+    return gathered
+
+
+def _accumulate(a: sp.csr_matrix, x: np.ndarray, y: np.ndarray) -> None:
+    """``y += a @ x`` in place (x, y: C-contiguous float64 (n, w))."""
+    if _csr_matvecs is None:  # pragma: no cover - scipy without its private kernels
+        y += a @ x
+        return
+    n, w = x.shape
+    _csr_matvecs(n, n, w, a.indptr, a.indices, a.data, x.reshape(-1), y.reshape(-1))
 
 
 def dense_series(
