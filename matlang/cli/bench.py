@@ -99,16 +99,7 @@ def register(sub: Any) -> None:
     brec.add_argument("--pairs", metavar="A:B", help="only pairs A..B-1 (default all 400)")
     brec.add_argument("--seed", type=int, default=0, help="RPC: seed of relabellings and weights")
     brec.add_argument("--epochs", type=int, default=20, help="RPC: epochs per pair (BREC: 20)")
-    brec.add_argument("--json", action="store_true", help="print the summary as JSON")
-    brec.add_argument("--out", default="results", help="folder for the result file")
-    brec.add_argument("--no-save", action="store_true", help="do not write a result file")
-    brec.add_argument(
-        "--force",
-        action="store_true",
-        help="replace a result file that exists (never replaced otherwise)",
-    )
-    brec.add_argument("--no-progress", action="store_true", help="no progress bars")
-    brec.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    _output(brec)
     brec.set_defaults(func=_protocol("brec"))
 
     b.set_defaults(func=lambda args: _missing(b))
@@ -168,6 +159,11 @@ def _common(p: argparse.ArgumentParser, *, seeds: int) -> None:
     )
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")
+    _output(p)
+
+
+def _output(p: argparse.ArgumentParser) -> None:
+    """Where a run's summary and result file go, and torch's threads."""
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", default="results", help="folder for the result file")
     p.add_argument("--no-save", action="store_true", help="do not write a result file")
