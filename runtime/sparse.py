@@ -228,16 +228,19 @@ def propagate(
             )
     row, col = ei[0], ei[1]
     h2 = _col(h)
-    if h2.shape[1] == 0:  # torch_sparse's kernels die on empty channel axes (SIGFPE)
+    # torch_sparse's kernels die (SIGFPE, the whole process) on an empty axis: no channels, no
+    # rows (a batch of empty graphs) or no edges; the pure-torch path below handles all three.
+    degenerate = h2.shape[1] == 0 or n_out == 0 or h2.shape[0] == 0 or num_e == 0
+    if h2.shape[1] == 0:
         out = h2.new_zeros((n_out, 0))
-    elif name == "torch_sparse" and (w is None or w.dim() == 1):
+    elif name == "torch_sparse" and not degenerate and (w is None or w.dim() == 1):
         adj = _ts().SparseTensor(row=row, col=col, value=w, sparse_sizes=(n_out, int(h.shape[0])))
         out = adj.matmul(h2)
     else:
         msg = h2.index_select(0, col)
         if w is not None:
             msg = msg * _col(w)
-        if name == "torch_sparse":
+        if name == "torch_sparse" and not degenerate:
             out = _tsc().scatter(msg, row, dim=0, dim_size=n_out, reduce="sum")
         else:
             out = msg.new_zeros((n_out, msg.shape[1])).index_add_(0, row, msg)
@@ -265,7 +268,7 @@ def scatter_sum(src: Tensor, index: Tensor, dim_size: int, backend: str | None =
     """
     name = resolve_backend(backend)
     idx = _scatter_index(index, src)
-    if name == "torch_sparse":
+    if name == "torch_sparse" and src.numel() and dim_size:  # empty axes: SIGFPE there
         return _tsc().scatter(src, idx, dim=0, dim_size=dim_size, reduce="sum")
     return src.new_zeros((dim_size, *src.shape[1:])).index_add_(0, idx, src)
 
@@ -278,7 +281,7 @@ def scatter_max(src: Tensor, index: Tensor, dim_size: int, backend: str | None =
     """
     name = resolve_backend(backend)
     idx = _scatter_index(index, src)
-    if name == "torch_sparse":
+    if name == "torch_sparse" and src.numel() and dim_size:  # empty axes: SIGFPE there
         return _tsc().scatter_max(src, idx, dim=0, dim_size=dim_size)[0]
     full = idx.view(-1, *([1] * (src.dim() - 1))).expand_as(src)
     out = src.new_zeros((dim_size, *src.shape[1:]))
@@ -293,7 +296,7 @@ def scatter_mean(src: Tensor, index: Tensor, dim_size: int, backend: str | None 
     """
     name = resolve_backend(backend)
     idx = _scatter_index(index, src)
-    if name == "torch_sparse":
+    if name == "torch_sparse" and src.numel() and dim_size:  # empty axes: SIGFPE there
         return _tsc().scatter(src, idx, dim=0, dim_size=dim_size, reduce="mean")
     total = src.new_zeros((dim_size, *src.shape[1:])).index_add_(0, idx, src)
     count = torch.bincount(idx, minlength=dim_size).clamp(min=1).to(src.dtype)
@@ -315,7 +318,7 @@ def coalesce(
     name = resolve_backend(backend)
     ei = _index(edge_index)
     v = _values(value, int(ei.shape[1]), value.dtype, value.device, "value")
-    if name == "torch_sparse":
+    if name == "torch_sparse" and v.numel() and num_nodes:
         idx, val = _ts().coalesce(ei, v, num_nodes, num_nodes, op="add")
         return idx, val
     return _coalesce_torch(ei, v, num_nodes)
