@@ -3,6 +3,10 @@
 A :class:`Function` is a named sympy formula in its parameters. sympy answers what the compiler
 asks (does f(0) vanish? is f a polynomial, of what degree?) and :func:`numeric` turns a formula
 into a callable over numpy arrays, torch tensors, or exact Python numbers.
+
+sympy is imported on first need (it takes most of a second): a built-in keeps the text of its
+formula and parses it when a formula is first asked for, and the parser needs only names and
+arities, so parsing or evaluating a sentence without pointwise functions never loads sympy.
 """
 
 from __future__ import annotations
@@ -13,30 +17,27 @@ import operator
 import re
 import warnings
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
-from typing import Any
-
-import numpy as np
-import sympy as sp
-from sympy.parsing.sympy_parser import (
-    convert_xor,
-    parse_expr,
-    rationalize,
-    standard_transformations,
-)
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
 
 from matlang.errors import FunctionError, Span
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 
 @dataclass(frozen=True)
 class Function:
-    """A pointwise function ``name(params) = formula``."""
+    """A pointwise function ``name(params) = formula``.
+
+    ``expression`` is the sympy formula, or for a built-in the text of it (sympy syntax), which
+    :attr:`formula` parses on first use."""
 
     name: str
     params: tuple[str, ...]
-    formula: sp.Expr
+    expression: sp.Expr | str = field(repr=False)
     builtin: bool = False
     source: str | None = None  # the user's text of the formula, for printing
 
@@ -45,18 +46,33 @@ class Function:
         return len(self.params)
 
     @cached_property
+    def formula(self) -> sp.Expr:
+        """The sympy formula in :attr:`symbols`."""
+        if isinstance(self.expression, str):
+            return _builtin_formula(self.expression, self.params)
+        return self.expression
+
+    @cached_property
     def symbols(self) -> tuple[sp.Symbol, ...]:
+        import sympy as sp
+
         return tuple(sp.Symbol(p) for p in self.params)
 
     def specialize(self, constants: dict[int, Fraction]) -> sp.Expr:
         """The formula with the parameters at the given positions fixed to constants."""
+        import sympy as sp
+
         subs = {
             self.symbols[i]: sp.Rational(v.numerator, v.denominator) for i, v in constants.items()
         }
         return sp.expand_func(self.formula.subs(subs)) if subs else self.formula
 
     def formula_text(self) -> str:
-        return self.source if self.source is not None else sp.sstr(self.formula)
+        if self.source is not None:
+            return self.source
+        import sympy as sp
+
+        return sp.sstr(self.formula)
 
     def definition_text(self) -> str:
         return f"let {self.name}({', '.join(self.params)}) = {self.formula_text()}"
@@ -70,6 +86,8 @@ class Function:
 
 def vanishes_at_zero(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> bool:
     """f(0, ..., 0) == 0, decided by sympy (limits where the formula is singular at 0)."""
+    import sympy as sp
+
     at0 = formula.subs({s: 0 for s in symbols})
     if at0.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
         return False
@@ -78,6 +96,8 @@ def vanishes_at_zero(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> bool:
 
 def polynomial_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
     """Total degree when the formula is a polynomial with rational coefficients, else None."""
+    import sympy as sp
+
     expanded = sp.expand(formula)
     if not symbols:
         return 0 if expanded.is_Rational else None
@@ -91,78 +111,107 @@ def polynomial_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | N
 
 # --------------------------------------------------------------------------- built-ins
 
-_x, _k, _y = sp.symbols("x k y")
+_BINOM_K = "binom(x, k) needs k to be a literal integer k >= 0, as in binom(deg, 3)"
 
-_BUILTINS: dict[str, tuple[tuple[str, ...], sp.Expr]] = {
-    "exp": (("x",), sp.exp(_x)),
-    "log": (("x",), sp.log(_x)),
-    "log1p": (("x",), sp.log(1 + _x)),
-    "relu": (("x",), sp.Max(0, _x)),
-    "sigmoid": (("x",), 1 / (1 + sp.exp(-_x))),
-    "tanh": (("x",), sp.tanh(_x)),
-    "sqrt": (("x",), sp.sqrt(_x)),
-    "abs": (("x",), sp.Abs(_x)),
-    "square": (("x",), _x**2),
-    "cube": (("x",), _x**3),
-    "sin": (("x",), sp.sin(_x)),
-    "cos": (("x",), sp.cos(_x)),
-    "sign": (("x",), sp.sign(_x)),
-    "softplus": (("x",), sp.log(1 + sp.exp(_x))),
-    "inv": (("x",), 1 / _x),
-    "invsqrt": (("x",), _x ** sp.Rational(-1, 2)),
-    "binom": (("x", "k"), sp.binomial(_x, _k)),
-    "pow": (("x", "k"), _x**_k),
-    "max": (("x", "y"), sp.Max(_x, _y)),
-    "min": (("x", "y"), sp.Min(_x, _y)),
+#: The built-in functions: parameters and the formula's text (sympy syntax, parsed on first use).
+_BUILTINS: dict[str, tuple[tuple[str, ...], str]] = {
+    "exp": (("x",), "exp(x)"),
+    "log": (("x",), "log(x)"),
+    "log1p": (("x",), "log(1 + x)"),
+    "relu": (("x",), "Max(0, x)"),
+    "sigmoid": (("x",), "1 / (1 + exp(-x))"),
+    "tanh": (("x",), "tanh(x)"),
+    "sqrt": (("x",), "sqrt(x)"),
+    "abs": (("x",), "Abs(x)"),
+    "square": (("x",), "x**2"),
+    "cube": (("x",), "x**3"),
+    "sin": (("x",), "sin(x)"),
+    "cos": (("x",), "cos(x)"),
+    "sign": (("x",), "sign(x)"),
+    "softplus": (("x",), "log(1 + exp(x))"),
+    "inv": (("x",), "1 / x"),
+    "invsqrt": (("x",), "x**Rational(-1, 2)"),
+    "binom": (("x", "k"), "binomial(x, k)"),
+    "pow": (("x", "k"), "x**k"),
+    "max": (("x", "y"), "Max(x, y)"),
+    "min": (("x", "y"), "Min(x, y)"),
 }
 
 BUILTINS: dict[str, Function] = {
-    name: Function(name, params, formula, builtin=True)
-    for name, (params, formula) in _BUILTINS.items()
+    name: Function(name, params, text, builtin=True) for name, (params, text) in _BUILTINS.items()
 }
+
+#: Why a built-in cannot be computed when none of its arguments is a literal (the rest can):
+#: what :func:`unsupported_call` answers without sympy (``tests/matlang/test_functions.py``
+#: checks it against sympy's answer).
+_NEEDS_LITERALS: dict[str, str] = {"binom": _BINOM_K}
+
+
+@cache
+def _builtin_formula(text: str, params: tuple[str, ...]) -> sp.Expr:
+    import sympy as sp
+
+    return sp.sympify(text, locals={p: sp.Symbol(p) for p in params})
+
 
 #: Names that are operators of the language and cannot be redefined as functions.
 RESERVED = frozenset({"tr", "diag", "let", "input", "ones", "A", "I", "deg", "L"})
 
 
-#: sympy node types :func:`numeric` can compute (anything else is refused when a function is
-#: defined, so evaluation never meets a formula it cannot lower).
-_LOWERABLE: tuple[type, ...] = (
-    sp.Symbol,
-    sp.Add,
-    sp.Mul,
-    sp.Pow,
-    sp.exp,
-    sp.log,
-    sp.tanh,
-    sp.sin,
-    sp.cos,
-    sp.Abs,
-    sp.sign,
-    sp.Max,
-    sp.Min,
-    sp.binomial,
-)
+#: Names a formula may call: the built-ins by their matlang names, and sympy's spellings.
+_FORMULA_CALL_NAMES = frozenset({*_BUILTINS, "Abs", "Max", "Min", "binomial"})
+_FORMULA_CONSTANT_NAMES = frozenset({"E", "pi"})
 
-#: Functions a formula may call: the built-ins by their matlang names, and sympy's spellings.
-_FORMULA_CALLS: dict[str, Any] = {
-    **{name: sp.Lambda(tuple(sp.Symbol(p) for p in ps), f) for name, (ps, f) in _BUILTINS.items()},
-    "Abs": sp.Abs,
-    "Max": sp.Max,
-    "Min": sp.Min,
-    "binomial": sp.binomial,
-}
-_FORMULA_CONSTANTS: dict[str, Any] = {"E": sp.E, "pi": sp.pi}
+
+@cache
+def _lowerable() -> tuple[type, ...]:
+    """sympy node types :func:`numeric` can compute (anything else is refused when a function
+    is defined, so evaluation never meets a formula it cannot compute)."""
+    import sympy as sp
+
+    return (
+        sp.Symbol,
+        sp.Add,
+        sp.Mul,
+        sp.Pow,
+        sp.exp,
+        sp.log,
+        sp.tanh,
+        sp.sin,
+        sp.cos,
+        sp.Abs,
+        sp.sign,
+        sp.Max,
+        sp.Min,
+        sp.binomial,
+    )
+
+
+@cache
+def _formula_namespace() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(locals, globals) for sympy's parser: the functions and constants a formula may use, and
+    what sympy's generated code may reach while it parses a validated formula (nothing else)."""
+    import sympy as sp
+
+    calls: dict[str, Any] = {
+        **{name: sp.Lambda(f.symbols, f.formula) for name, f in BUILTINS.items()},
+        "Abs": sp.Abs,
+        "Max": sp.Max,
+        "Min": sp.Min,
+        "binomial": sp.binomial,
+    }
+    local = {**calls, "E": sp.E, "pi": sp.pi}
+    parse_globals: dict[str, Any] = {
+        "__builtins__": {},
+        "Integer": sp.Integer,
+        "Float": sp.Float,
+        "Rational": sp.Rational,
+        "Symbol": sp.Symbol,
+    }
+    return local, parse_globals
+
+
 _MAX_CONSTANT_EXPONENT = 100
-_BINOM_K = "binom(x, k) needs k to be a literal integer k >= 0, as in binom(deg, 3)"
-# What sympy's generated code may reach while it parses a validated formula: nothing else.
-_PARSE_GLOBALS: dict[str, Any] = {
-    "__builtins__": {},
-    "Integer": sp.Integer,
-    "Float": sp.Float,
-    "Rational": sp.Rational,
-    "Symbol": sp.Symbol,
-}
 _FORMULA_HINT = (
     "a formula may use its parameters, numbers, + - * / ^, E, pi and the built-in functions "
     "(exp, log, sqrt, binom, relu, ...)"
@@ -175,6 +224,8 @@ def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
     ``binomial(x, k)`` is only computable for a literal integer ``k >= 0``; with
     ``call_site=False`` (a definition, before its parameters are known) that is not checked yet.
     """
+    import sympy as sp
+
     walk = sp.preorder_traversal(formula)
     for node in walk:
         if not node.free_symbols:  # a constant is lowered by its value (nan when undefined)
@@ -192,7 +243,7 @@ def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
             continue
         if node.is_Pow and node.args[1].is_Number and abs(node.args[1]) > _MAX_CONSTANT_EXPONENT:
             return f"an exponent must be at most {_MAX_CONSTANT_EXPONENT} (got {node.args[1]})"
-        if not isinstance(node, _LOWERABLE):
+        if not isinstance(node, _lowerable()):
             return f"matlang cannot compute {type(node).__name__}"
     return None
 
@@ -200,6 +251,8 @@ def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
 def constant_value(c: sp.Expr) -> float:
     """The float value of a constant formula: ±inf when infinite, nan when undefined (zoo, nan)
     or not real (sqrt(-1)), as numpy would compute it."""
+    import sympy as sp
+
     if c in (sp.oo, -sp.oo):
         return float(c)
     try:
@@ -212,6 +265,10 @@ def constant_value(c: sp.Expr) -> float:
 def unsupported_call(fn: Function, constants: dict[int, Fraction]) -> str | None:
     """Why ``fn`` cannot be computed with the literal arguments ``constants`` (None if it can);
     checked before ``binomial`` with a literal k is expanded."""
+    if fn.builtin and not constants:  # the parser's question, answered without sympy
+        return _NEEDS_LITERALS.get(fn.name)
+    import sympy as sp
+
     subs = {fn.symbols[i]: sp.Rational(v.numerator, v.denominator) for i, v in constants.items()}
     for node in fn.formula.atoms(sp.binomial):
         # sympy rewrites binomial(x, 5/2) into gammas on substitution: check k first
@@ -263,7 +320,7 @@ def _validate_formula_text(
             tree = pyast.parse(body.replace("^", "**"), mode="eval")
     except SyntaxError:
         return "it is not an arithmetic formula", None
-    names = set(params) | set(_FORMULA_CONSTANTS)
+    names = set(params) | _FORMULA_CONSTANT_NAMES
     ops = (pyast.Add, pyast.Sub, pyast.Mult, pyast.Div, pyast.Pow)
 
     def constant(node: pyast.AST) -> bool:
@@ -278,7 +335,7 @@ def _validate_formula_text(
         if isinstance(node, pyast.Name):
             if node.id in names:
                 return None
-            if node.id in _FORMULA_CALLS:
+            if node.id in _FORMULA_CALL_NAMES:
                 return f"'{node.id}' is a function; call it with parentheses", None
             return (
                 f"it uses '{node.id}', which is not among its parameters ({', '.join(params)})",
@@ -294,7 +351,7 @@ def _validate_formula_text(
             return visit(node.left) or visit(node.right)
         if isinstance(node, pyast.Call):
             func = node.func
-            if not isinstance(func, pyast.Name) or func.id not in _FORMULA_CALLS:
+            if not isinstance(func, pyast.Name) or func.id not in _FORMULA_CALL_NAMES:
                 what = func.id if isinstance(func, pyast.Name) else pyast.unparse(func)
                 return f"it calls {what}, which is not a function matlang knows", None
             if node.keywords or any(isinstance(a, pyast.Starred) for a in node.args):
@@ -341,13 +398,21 @@ def define(
         )
     if len(set(params)) != len(params):
         raise FunctionError(f"function '{name}' repeats a parameter name", span, source_text)
-    clash = [p for p in params if p in _FORMULA_CALLS or p in _FORMULA_CONSTANTS]
+    clash = [p for p in params if p in _FORMULA_CALL_NAMES or p in _FORMULA_CONSTANT_NAMES]
     if clash:
         raise FunctionError(
             f"the parameter '{clash[0]}' of '{name}' has the name of a built-in",
             span,
             source_text,
         )
+    import sympy as sp
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        parse_expr,
+        rationalize,
+        standard_transformations,
+    )
+
     syms = {p: sp.Symbol(p) for p in params}
     body = text.strip()
     if not body:
@@ -365,12 +430,13 @@ def define(
             source_text,
             hint=hint or _FORMULA_HINT,
         )
-    local: dict[str, Any] = {**_FORMULA_CALLS, **_FORMULA_CONSTANTS, **syms}
+    names, parse_globals = _formula_namespace()
+    local: dict[str, Any] = {**names, **syms}
     try:
         formula = parse_expr(
             body,
             local_dict=local,
-            global_dict=_PARSE_GLOBALS,
+            global_dict=parse_globals,
             transformations=(*standard_transformations, convert_xor, rationalize),
             evaluate=True,
         )
@@ -437,6 +503,8 @@ class _Lowering:
 
             self.lib: Any = torch
         else:
+            import numpy as np
+
             self.lib = np
 
     def const(self, value: sp.Expr) -> Any:
@@ -446,6 +514,8 @@ class _Lowering:
         return constant_value(value)
 
     def __call__(self, e: sp.Expr) -> Node:
+        import sympy as sp
+
         lib = self.lib
         if e.is_Symbol:
             if e not in self.index:
@@ -512,6 +582,8 @@ def numeric(formula: sp.Expr, symbols: Sequence[sp.Symbol], backend: str) -> Cal
 
     The formula is lowered once, here; a formula that cannot be computed with ``backend``
     raises ``TypeError`` when ``f`` is called."""
+    import numpy as np
+
     node = _Lowering(backend, tuple(symbols))(formula)
 
     def f(*arrays: Any) -> Any:

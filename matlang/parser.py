@@ -40,12 +40,16 @@ SUPERSCRIPTS = {c: i for i, c in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")}
 
 @cache
 def _lark() -> Lark:
+    # cache=True: building the LALR tables is most of the parser's start-up (≈ 0.3 s); lark
+    # keeps them in the temp folder under a hash of the grammar, the options and its version
+    # (and builds them again, saving nothing, where that folder is not writable).
     return Lark(
         GRAMMAR_PATH.read_text(encoding="utf-8"),
         parser="lalr",
         propagate_positions=True,
         start="program",
         maybe_placeholders=False,
+        cache=True,
     )
 
 

@@ -13,12 +13,14 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from matlang.errors import DataError
-from matlang.graphs import Graph
+
+if TYPE_CHECKING:  # numpy and the graphs load when the command runs, not with `matlang --help`
+    import numpy as np
+
+    from matlang.graphs import Graph
 
 #: Datasets ``--dataset`` accepts, with the mode each runs in unless ``--mode`` says otherwise.
 DATASET_MODES: dict[str, str] = {
@@ -89,6 +91,8 @@ def _source(args: argparse.Namespace) -> tuple[str, list[Graph], np.ndarray | No
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from runtime.wl import normalize_test, pair_equivalence
 
     test = normalize_test(args.test)

@@ -51,6 +51,43 @@ def test_every_builtin_is_listed() -> None:
     assert not set(BUILTINS) & RESERVED
 
 
+_x, _k, _y = sp.symbols("x k y")
+
+
+@pytest.mark.parametrize(
+    ("name", "formula"),
+    [
+        ("exp", sp.exp(_x)),
+        ("log", sp.log(_x)),
+        ("log1p", sp.log(1 + _x)),
+        ("relu", sp.Max(0, _x)),
+        ("sigmoid", 1 / (1 + sp.exp(-_x))),
+        ("tanh", sp.tanh(_x)),
+        ("sqrt", sp.sqrt(_x)),
+        ("abs", sp.Abs(_x)),
+        ("square", _x**2),
+        ("cube", _x**3),
+        ("sin", sp.sin(_x)),
+        ("cos", sp.cos(_x)),
+        ("sign", sp.sign(_x)),
+        ("softplus", sp.log(1 + sp.exp(_x))),
+        ("inv", 1 / _x),
+        ("invsqrt", _x ** sp.Rational(-1, 2)),
+        ("binom", sp.binomial(_x, _k)),
+        ("pow", _x**_k),
+        ("max", sp.Max(_x, _y)),
+        ("min", sp.Min(_x, _y)),
+    ],
+)
+def test_builtin_text_reads_as_its_formula(name: str, formula: sp.Expr) -> None:
+    """A built-in keeps its formula as text (sympy loads on first use): the text reads as the
+    formula built with sympy, and the parser's sympy-free answer to "can it be computed with no
+    literal argument?" is sympy's."""
+    fn = BUILTINS[name]
+    assert fn.formula == formula
+    assert unsupported_call(fn, {}) == unsupported(fn.formula)
+
+
 @pytest.mark.parametrize("name", sorted(BUILTIN_FACTS))
 def test_unary_builtin(name: str) -> None:
     value, vanishes, degree = BUILTIN_FACTS[name]
