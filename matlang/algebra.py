@@ -114,6 +114,11 @@ def is_zero(e: Expr) -> bool:
     return False
 
 
+def is_sum(e: Expr) -> bool:
+    """M + N or M − N."""
+    return isinstance(e, (Add, Sub))
+
+
 def is_outer_ones(e: Expr) -> bool:
     """𝟏𝟏ᵀ."""
     return e == ones(MATRIX)
@@ -155,9 +160,12 @@ def flatten(e: Expr) -> Chain:
         return Chain((Div(Number(Fraction(1)), e.right), *inner.scalars), inner.factors)
     if isinstance(e, Power) and e.exponent >= 1:
         inner = flatten(e.base)
-        if not inner.scalars and len(inner.factors) == 1:
+        scalars = inner.scalars * e.exponent  # (s M)ᵏ = sᵏ Mᵏ: scalars commute
+        if len(inner.factors) == 1:
             f, k = inner.factors[0]
-            return Chain((), ((f, k * e.exponent),))
+            return Chain(scalars, ((f, k * e.exponent),))
+        if scalars:
+            return Chain(scalars, ((build_chain((), list(inner.factors)), e.exponent),))
         return Chain((), ((e.base, e.exponent),))
     return Chain((), ((e, 1),))
 
@@ -393,6 +401,7 @@ __all__ = [
     "is_identity",
     "is_outer",
     "is_outer_ones",
+    "is_sum",
     "is_symmetric",
     "is_zero",
     "number",

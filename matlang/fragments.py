@@ -111,9 +111,9 @@ def forced_level(node: ast.Expr) -> tuple[int, str, str] | None:
         return (
             3,
             f"{name}(…)",
-            f"a non-affine pointwise function of a matrix counts as ⊙ ({name}(M) ",
+            f"a non-affine pointwise function of a matrix counts as ⊙ ({name}(M) can express "
+            "M ⊙ M)",
         )
-        "can express M ⊙ M)"
     return None
 
 

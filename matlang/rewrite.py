@@ -18,6 +18,9 @@ from matlang.errors import Span
 from matlang.fragments import fragment
 from matlang.linear import linear_form
 
+#: What a rule may assume about A (``Rule.assumes``).
+SYMMETRIC, BINARY, LOOPLESS = "symmetric", "0/1", "no self-loops"
+
 
 class RewriteError(RuntimeError):
     """The rules did not reach a fixed point: a bug of the rule table, never a user error."""
@@ -137,6 +140,9 @@ def normalize(e: Expr, rules: Sequence[Rule]) -> Normalization:
 
 
 __all__ = [
+    "BINARY",
+    "LOOPLESS",
+    "SYMMETRIC",
     "Normalization",
     "RewriteContext",
     "RewriteError",

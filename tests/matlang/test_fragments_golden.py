@@ -75,8 +75,7 @@ GOLDEN: list[tuple[str, str, str, str | None]] = [
     ("let f(x) = x*x; 𝟏ᵀ f((A ⊙ A²)² 𝟏)", "L3", "L3", "L2"),  # let f(x) = x*x; 𝟏ᵀ f((A ⊙ A²)² 𝟏)
     ("𝟏ᵀ (A ⊙ A²)² 𝟏", "L3", "L3", "1-WL"),  # 𝟏ᵀ (A ⊙ A²)² 𝟏
     ("A ⊙ A²", "L3", "L3", "1-WL"),  # A ⊙ A²
-    ("𝟏ᵀ square(A²) 𝟏", "L3", "L3", "1-WL"),  # 𝟏ᵀ square(A²) 𝟏
-    ("let g(x, y) = x*y; 𝟏ᵀ g(A, A²) 𝟏", "L3", "L3", "1-WL"),  # let g(x, y) = x*y; 𝟏ᵀ g(A, A²) 𝟏
+    ("let g(x, y) = x*y; 𝟏ᵀ g(A, A²) 𝟏", "L3", "L2", "1-WL"),  # tr(A³): g(A, A²) = A ⊙ A²
     ("𝟏ᵀ (A³ ⊙ I) diag(A𝟏) 𝟏", "L3", "L2", "1-WL"),  # tr(A³ diag(A 𝟏))
     ("tr((A ⊙ A²)²)", "L3", "L3", "L2"),  # tr((A ⊙ A²)²)
     ("relu(A² - A)", "L3", "L3", "L2"),  # relu(A² - A)
@@ -108,6 +107,12 @@ GOLDEN: list[tuple[str, str, str, str | None]] = [
     ("𝟏ᵀ((2/3) L - I)𝟏", "L1", "L1", None),  # -𝟏ᵀ 𝟏
     ("tr(L) - 𝟏ᵀ A 𝟏", "L2", "L1", None),  # 0
     ("𝟏ᵀ (A ⊙ A²) 𝟏 / 6 - tr(A^3) / 6", "L3", "L1", None),  # 0
+    # equivalent spellings, one level (issue 18, item 14)
+    ("𝟏ᵀ square(A²) 𝟏", "L3", "L2", "1-WL"),  # tr(A⁴)
+    ("𝟏ᵀ (A² ⊙ A²) 𝟏", "L3", "L2", "1-WL"),  # tr(A⁴)
+    ("𝟏ᵀ exp(A) 𝟏", "L3", "L1", None),  # 𝟏ᵀ ((exp(1) - 1) A + 𝟏 𝟏ᵀ) 𝟏
+    ("𝟏ᵀ sigmoid(A) 𝟏", "L3", "L1", None),  # 𝟏ᵀ ((sigmoid(1) - 0.5) A + 𝟏 𝟏ᵀ / 2) 𝟏
+    ("tr((A/2)^2)", "L2", "L1", None),  # 𝟏ᵀ A 𝟏 / 4
 ]
 
 
@@ -151,6 +156,10 @@ def test_golden_table_is_large_and_covers_every_move() -> None:
         ("exp(diag(A𝟏))", "diag(exp(A 𝟏)) + 𝟏 𝟏ᵀ - diag(𝟏)"),
         ("𝟏ᵀ relu(A) 𝟏", "𝟏ᵀ A 𝟏"),
         ("let f(x) = x*x; 𝟏ᵀ f((A ⊙ A²)² 𝟏)", "let f(x) = x*x; 𝟏ᵀ f((A ⊙ A²)² 𝟏)"),
+        ("𝟏ᵀ square(A²) 𝟏", "tr(A⁴)"),
+        ("𝟏ᵀ exp(A) 𝟏", "𝟏ᵀ ((exp(1) - 1) A + 𝟏 𝟏ᵀ) 𝟏"),
+        ("tr((A/2)^2)", "𝟏ᵀ A 𝟏 / 4"),
+        ("square(A²)", "A² ⊙ A²"),
     ],
 )
 def test_normal_forms(text: str, normal_form: str) -> None:
@@ -168,7 +177,8 @@ def test_reasons_name_operation_span_and_level() -> None:
 
 
 def test_reasons_on_several_lines() -> None:
-    a = classify("let f(x, y) = x*y\ntr(A^3) + 𝟏ᵀ f(A, A²) 𝟏", witness=False)
+    # f is not a polynomial: a polynomial f(A, A²) is a sum of ⊙ products, normalised away
+    a = classify("let f(x, y) = exp(x*y)\ntr(A^3) + 𝟏ᵀ f(A, A²) 𝟏", witness=False)
     got = [(r.stage, r.operation, r.at, FRAGMENTS[r.level]) for r in a.reasons]
     assert got == [
         ("syntactic", "tr", "2:1", "L2"),
@@ -177,6 +187,10 @@ def test_reasons_on_several_lines() -> None:
         ("normalized", "f(…)", "2:14", "L3"),
     ]
     assert "several matrices" in a.reasons[1].why
+    one = classify("𝟏ᵀ exp(A²) 𝟏", witness=False).reasons[0]
+    assert one.why == (
+        "a non-affine pointwise function of a matrix counts as ⊙ (exp(M) can express M ⊙ M)"
+    )
 
 
 def test_pointwise_function_of_a_matrix_counts_as_hadamard() -> None:

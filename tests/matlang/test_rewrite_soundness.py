@@ -369,7 +369,7 @@ INSTANCES: dict[str, Callable[[st.DrawFn], Expr]] = {
     ),
     "pointwise_adjacency": lambda d: d(
         st.sampled_from(
-            [_apply(f, A) for f in (SQUARE, RELU, CHOOSE2, BUILTINS["sigmoid"])]
+            [_apply(f, A) for f in (SQUARE, RELU, CHOOSE2, BUILTINS["sigmoid"], BUILTINS["exp"])]
             + [_apply(PRODUCT, A, A), _apply(BUILTINS["binom"], A, Number(Fraction(2)))]
         )
     ),
@@ -382,6 +382,13 @@ INSTANCES: dict[str, Callable[[st.DrawFn], Expr]] = {
     "pointwise_ones": lambda d: _apply(
         d(st.sampled_from((SQUARE, CHOOSE2, AFFINE, RELU))),
         d(st.sampled_from([ONE, ONE_T, J])),
+    ),
+    "pointwise_polynomial": lambda d: d(
+        st.builds(
+            lambda f, x: _apply(f, x), st.sampled_from((SQUARE, CHOOSE2, BUILTINS["cube"])), _mat()
+        )
+        | st.builds(lambda x, y: _apply(PRODUCT, x, y), _mat(), _mat())
+        | st.builds(lambda x: _apply(BUILTINS["binom"], x, Number(Fraction(3))), _mat())
     ),
     "linear_canonical": lambda d: d(
         st.one_of(
