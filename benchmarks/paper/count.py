@@ -8,6 +8,7 @@ MATLANG sentences, normalised to unit standard deviation; median test MSE over s
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,6 +18,12 @@ import torch
 from tqdm import tqdm
 
 from benchmarks.paper.common import check_limit
+from benchmarks.paper.distributed import (
+    Group,
+    follow_torchrun,
+    from_environment,
+    launch,
+)
 from benchmarks.paper.models import counting_features, make_model
 from benchmarks.paper.train import (
     GraphSet,
@@ -187,6 +194,7 @@ def count_test(
     progress: bool = False,
     on_seed: Callable[[CountResult], None] | None = None,
     conv_layers: int | None = None,
+    group: Group | None = None,
 ) -> CountResult:
     """Table 2's protocol: train on the train split, select on validation MSE, test MSE.
 
@@ -230,8 +238,15 @@ def count_test(
         cfg,
         desc=f"{task} {model}",
         on_seed=None if on_seed is None else lambda r, i: on_seed(result(r, i)),
+        group=group,
     )
     return result(runs, info)
+
+
+def _in_group(group: Group, **kwargs: Any) -> Any:
+    """:func:`count_test` in one process of a data-parallel run (no per-seed saving: callbacks
+    do not cross processes)."""
+    return count_test(group=group, **kwargs)
 
 
 # --------------------------------------------------------------------------- matlang bench count
@@ -248,12 +263,15 @@ def bench(args: argparse.Namespace) -> int:
     for key in ("epochs", "batch_size", "stop_below"):  # the protocol's, unless given
         if getattr(args, key) is None:
             setattr(args, key, getattr(protocol, key))
+    follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)
     config = {
         "protocol": protocol.description,
         "node_features": "[1, degree / max degree]",
         **train_record(args),
         "limit": args.limit,
+        # recorded only when data-parallel, so earlier files still take --append
+        **({"nproc": args.nproc} if getattr(args, "nproc", 1) > 1 else {}),
         "count_protocol": protocol.name,
         "conv_layers": protocol.conv_layers,
         "loss": LOSS,
@@ -293,18 +311,36 @@ def bench(args: argparse.Namespace) -> int:
         }
 
     def run(save: Callable[[dict[str, Any]], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        res = count_test(
-            data,
-            args.task,
-            args.model,
-            seeds=seeds,
-            train=train_config(args),
-            sentence=args.sentence,
-            limit=args.limit,
-            progress=not args.no_progress,
-            on_seed=lambda partial: save(record(partial)),
-            conv_layers=protocol.conv_layers,
-        )
+        nproc = getattr(args, "nproc", 1)
+        if nproc > 1 or from_environment() is not None:  # data-parallel (or torchrun)
+            res = launch(
+                functools.partial(
+                    _in_group,
+                    data=data,
+                    task=args.task,
+                    model=args.model,
+                    seeds=seeds,
+                    train=train_config(args),
+                    sentence=args.sentence,
+                    limit=args.limit,
+                    progress=not args.no_progress,
+                    conv_layers=protocol.conv_layers,
+                ),
+                nproc,
+            )
+        else:
+            res = count_test(
+                data,
+                args.task,
+                args.model,
+                seeds=seeds,
+                train=train_config(args),
+                sentence=args.sentence,
+                limit=args.limit,
+                progress=not args.no_progress,
+                on_seed=lambda partial: save(record(partial)),
+                conv_layers=protocol.conv_layers,
+            )
         summary: dict[str, Any] = {
             "median_test_mse": res.median_test_mse,
             "per_seed": [r.metric for r in res.runs],

@@ -73,6 +73,18 @@ def from_environment() -> Group | None:
     return group
 
 
+def follow_torchrun(args: Any) -> None:
+    """Under ``torchrun``, only process 0 writes the result file and prints: the others run
+    with ``--no-save`` and a silent standard output."""
+    import sys
+
+    rank = int(os.environ.get("RANK", "0"))
+    if "WORLD_SIZE" in os.environ and rank != 0:
+        args.no_save = True
+        args.append = False
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the rest of this process
+
+
 def _backend() -> str:
     return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
 
@@ -129,4 +141,4 @@ def all_sum(t: Tensor, group: Group) -> Tensor:
     return t
 
 
-__all__ = ["Group", "all_sum", "from_environment", "launch"]
+__all__ = ["Group", "all_sum", "follow_torchrun", "from_environment", "launch"]

@@ -5,6 +5,7 @@ validation loss. ``matlang bench exp-classify`` runs :func:`bench`.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,6 +14,12 @@ import numpy as np
 import torch
 
 from benchmarks.paper.common import check_limit
+from benchmarks.paper.distributed import (
+    Group,
+    follow_torchrun,
+    from_environment,
+    launch,
+)
 from benchmarks.paper.models import degree_features, make_model
 from benchmarks.paper.train import (
     GraphSet,
@@ -49,6 +56,7 @@ def exp_classify(
     limit: int | None = None,
     progress: bool = False,
     on_seed: Callable[[ClassifyResult], None] | None = None,
+    group: Group | None = None,
 ) -> ClassifyResult:
     """Binary classification (BCE on a logit), features ``[x, degree]``; accuracy on test.
 
@@ -82,8 +90,15 @@ def exp_classify(
         cfg,
         desc=f"exp {model}",
         on_seed=None if on_seed is None else lambda r, i: on_seed(result(r, i)),
+        group=group,
     )
     return result(runs, info)
+
+
+def _in_group(group: Group, **kwargs: Any) -> Any:
+    """:func:`exp_classify` in one process of a data-parallel run (no per-seed saving: callbacks do
+    not cross processes)."""
+    return exp_classify(group=group, **kwargs)
 
 
 # --------------------------------------------------------------------------- matlang bench
@@ -95,6 +110,7 @@ def bench(args: argparse.Namespace) -> int:
     from benchmarks.records import ResultFile, result_name
     from runtime import datasets
 
+    follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)
     config = {
         "protocol": "binary cross-entropy on one logit; test accuracy at the epoch of "
@@ -102,6 +118,8 @@ def bench(args: argparse.Namespace) -> int:
         "node_features": "[x, degree]",
         **train_record(args),
         "limit": args.limit,
+        # recorded only when data-parallel, so earlier files still take --append
+        **({"nproc": args.nproc} if getattr(args, "nproc", 1) > 1 else {}),
     }
     name = result_name("exp-classify", "exp", None, args.model, variant(args.limit, args.sentence))
     out = ResultFile(args, name, config, seeds)
@@ -122,18 +140,36 @@ def bench(args: argparse.Namespace) -> int:
         }
 
     def run(save: Callable[[dict[str, Any]], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        res = exp_classify(
-            exp.graphs,
-            exp.y,
-            (exp.train_idx, exp.val_idx, exp.test_idx),
-            args.model,
-            seeds=seeds,
-            train=train_config(args),
-            sentences=args.sentence,
-            limit=args.limit,
-            progress=not args.no_progress,
-            on_seed=lambda partial: save(record(partial)),
-        )
+        nproc = getattr(args, "nproc", 1)
+        if nproc > 1 or from_environment() is not None:  # data-parallel (or torchrun)
+            res = launch(
+                functools.partial(
+                    _in_group,
+                    graphs=exp.graphs,
+                    y=exp.y,
+                    split=(exp.train_idx, exp.val_idx, exp.test_idx),
+                    model=args.model,
+                    seeds=seeds,
+                    train=train_config(args),
+                    sentences=args.sentence,
+                    limit=args.limit,
+                    progress=not args.no_progress,
+                ),
+                nproc,
+            )
+        else:
+            res = exp_classify(
+                exp.graphs,
+                exp.y,
+                (exp.train_idx, exp.val_idx, exp.test_idx),
+                args.model,
+                seeds=seeds,
+                train=train_config(args),
+                sentences=args.sentence,
+                limit=args.limit,
+                progress=not args.no_progress,
+                on_seed=lambda partial: save(record(partial)),
+            )
         per_seed = [r.metric for r in res.runs]
         return record(res), {"median_accuracy": res.median_accuracy, "per_seed": per_seed}
 

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from benchmarks.paper.distributed import Group, all_sum
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -87,9 +88,13 @@ class GraphSet:
         return GraphSet(graphs, self.y[rows], "node", mask)
 
     def batches(
-        self, batch_size: int, generator: torch.Generator | None = None
+        self,
+        batch_size: int,
+        generator: torch.Generator | None = None,
+        group: Group | None = None,
     ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
-        """``(batch, target, mask)`` of consecutive (or, given a generator, shuffled) graphs.
+        """``(batch, target, mask)`` of consecutive (or, given a generator, shuffled) graphs;
+        with a process ``group``, this process's shard of each (shuffled) global batch.
 
         Consecutive batches are collated on the first pass and reused after that.
         """
@@ -98,10 +103,13 @@ class GraphSet:
                 self._ordered[batch_size] = list(self._collate(batch_size, None))
             yield from self._ordered[batch_size]
             return
-        yield from self._collate(batch_size, generator)
+        yield from self._collate(batch_size, generator, group)
 
     def _collate(
-        self, batch_size: int, generator: torch.Generator | None
+        self,
+        batch_size: int,
+        generator: torch.Generator | None,
+        group: Group | None = None,
     ) -> Iterator[tuple[Batch, Tensor, Tensor | None]]:
         n = len(self.graphs)
         order = torch.randperm(n, generator=generator) if generator is not None else None
@@ -111,6 +119,8 @@ class GraphSet:
                 if order is None
                 else order[lo : lo + batch_size].tolist()
             )
+            if group is not None and group.world > 1:
+                idx = group.shard(idx)  # may be empty: the caller still takes part
             part = self.subset(idx) if order is not None or batch_size < n else self
             batch = Batch.from_graphs(list(part.graphs), dtype=torch.float32)
             yield batch, part.y, part.mask
@@ -203,6 +213,7 @@ def fit(
     config: TrainConfig | None = None,
     *,
     desc: str = "train",
+    group: Group | None = None,
 ) -> TrainResult:
     """Train ``model`` in place with Adam; on return it holds the weights of the best epoch.
 
@@ -210,12 +221,19 @@ def fit(
     epoch 0); without a validation set it is the last one. Training stops after
     ``config.epochs`` epochs or once an epoch's mean training loss is below
     ``config.stop_below``.
+
+    With a process ``group`` (:mod:`benchmarks.paper.distributed`) every process trains on its
+    shard of each global batch under DistributedDataParallel; the summed loss is scaled by the
+    number of processes, so the averaged gradient is the one-process gradient, and the epoch's
+    loss is summed over the processes, so all of them stop at the same epoch.
     """
+    group = group or Group()
     cfg = TrainConfig() if config is None else config
     start = time.perf_counter()
     gen = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
+    net = group.wrap(model) if params else model
     best = math.inf
     best_state = copy.deepcopy(model.state_dict())
     best_epoch = 0
@@ -228,15 +246,21 @@ def fit(
     for epoch in bar:
         model.train()
         total, rows = 0.0, 0
-        for batch, y, mask in train.batches(cfg.batch_size, gen):
-            pred, target = masked(model(batch), y, mask)
-            lss = loss(pred, target)
+        for batch, y, mask in train.batches(cfg.batch_size, gen, group):
+            if batch.num_graphs == 0:  # an empty shard: a zero loss that reaches every weight
+                lss = sum((p.sum() * 0.0 for p in params), torch.zeros(()))
+                target = y[:0]
+            else:
+                pred, target = masked(net(batch), y, mask)
+                lss = loss(pred, target)
             if opt is not None and lss.requires_grad:
                 opt.zero_grad()
-                lss.backward()
+                (lss * group.world).backward()
                 opt.step()
             total += float(lss.detach())
             rows += int(target.shape[0])
+        if group.world > 1:
+            total, rows = (float(v) for v in all_sum(torch.tensor([total, rows]), group))
         history.append(total / max(1, rows))
         if val is not None:
             v = mean_loss(model, val, loss, cfg.eval_batch_size)
@@ -291,6 +315,7 @@ def run_seeds(
     *,
     desc: str = "train",
     on_seed: Callable[[list[SeedRun], dict[str, Any]], None] | None = None,
+    group: Group | None = None,
 ) -> tuple[list[SeedRun], dict[str, Any]]:
     """For each seed: seed everything, ``build()`` a model, :func:`fit` it (``config`` with that
     seed), ``score`` the selected weights. Returns the runs and the first model's description;
@@ -311,6 +336,7 @@ def run_seeds(
             loss,
             dataclasses.replace(config, seed=seed),
             desc=f"{desc} seed {seed}",
+            group=group,
         )
         runs.append(
             SeedRun(

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from benchmarks.paper.distributed import Group, launch
+from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -252,8 +252,9 @@ def run_tu(
         raise MatlangError(f"folds are 1..10, got {bad}")
     cfg = settings or TUSettings()
     body = functools.partial(_run, dataset=dataset, model=model, folds=list(folds), settings=cfg)
-    if nproc == 1:
-        return body(Group(), on_fold=on_fold)
+    group = from_environment()  # torchrun started the processes
+    if group is not None or nproc == 1:
+        return body(group or Group(), on_fold=on_fold)
     return launch(body, nproc)  # type: ignore[no-any-return]
 
 
@@ -274,6 +275,7 @@ def bench(args: argparse.Namespace) -> int:
     """``matlang bench tu``: train fold by fold, save after each fold."""
     from benchmarks.records import ResultFile, result_name
 
+    follow_torchrun(args)  # under torchrun: process 0 saves and prints
     if args.threads:
         torch.set_num_threads(args.threads)
     folds = _folds(args.folds)

@@ -55,6 +55,7 @@ def register(sub: Any) -> None:
     cnt.add_argument("--sentence", help="replace the task's sentence (the target and `compiled`)")
     cnt.add_argument("--data-seed", type=int, default=0, help="seed of the paperlike generator")
     cnt.add_argument("--limit", type=_positive, help="only the first N graphs of each split")
+    _nproc(cnt)
     cnt.set_defaults(func=_protocol("count"))
 
     cls = bsub.add_parser("exp-classify", help="Table 1: EXP SAT/UNSAT accuracy")
@@ -62,6 +63,7 @@ def register(sub: Any) -> None:
     _training(cls, epochs=200, batch_size=50)
     cls.add_argument("--sentence", action="append", default=[], help="sentences for `compiled`")
     cls.add_argument("--limit", type=_positive, help="only the first N graphs of each split")
+    _nproc(cls)
     cls.set_defaults(func=_protocol("exp_classify"), dataset="exp")
 
     flt = bsub.add_parser("filter", help="Table 3: low/high/band-pass R² on the 2D grid")
@@ -76,9 +78,7 @@ def register(sub: Any) -> None:
     _training(tu, epochs=100, batch_size=32)
     tu.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
     tu.add_argument("--folds", metavar="A:B", help="only folds A..B (1..10; default all)")
-    tu.add_argument(
-        "--nproc", type=int, default=1, help="data-parallel processes (torch.distributed, gloo)"
-    )
+    _nproc(tu)
     tu.set_defaults(func=_protocol("tu"))
 
     from benchmarks.__main__ import add_arguments as perf_arguments
@@ -120,6 +120,16 @@ def _protocol(module: str) -> Callable[[argparse.Namespace], int]:
             return 130
 
     return run
+
+
+def _nproc(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nproc",
+        type=_positive,
+        default=1,
+        help="data-parallel processes (torch.distributed: gloo on CPU, nccl on GPUs); under "
+        "torchrun, the processes torchrun started",
+    )
 
 
 def _positive(text: str) -> int:
