@@ -190,7 +190,9 @@ class SentenceConv(nn.Module):
         out = x.new_zeros(n, self.out_channels)
         if self.weight is not None:
             # x W_s for every s at once: (N, S, out), then Σ_s C_s (x W_s) in one pass
-            y = torch.einsum("nd,sdo->nso", x, self.weight)
+            s = self.weight.shape[0]
+            w = self.weight.permute(1, 0, 2).reshape(self.in_channels, s * self.out_channels)
+            y = (x @ w).reshape(n, s, self.out_channels)
             out = out + propagate_supports(y, edge_index, batch, self._support_key)
         if self.channel_weight is not None:
             f = apply_channels(x, edge_index, batch, self._channel_key)

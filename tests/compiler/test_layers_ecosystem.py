@@ -107,7 +107,9 @@ def test_to_pyg_counting_targets_and_errors() -> None:
 def test_torch_compile_has_no_graph_break_and_no_recompile_per_batch_shape() -> None:
     """``SentenceConv.forward`` with supports and structural columns compiles to one graph,
     once, for batches of any shape (dynamic=True); outputs and gradients match eager. (About
-    13 s: aot_eager traces forward and backward; inductor's code generation is left out.)"""
+    13 s: aot_eager traces forward and backward; inductor's code generation is left out. Under
+    inductor there is one more compilation, once: its decomposition of small matrix products
+    guards on N ≤ 28.)"""
     import torch._dynamo
     from torch._dynamo.testing import CompileCounterWithBackend
 
