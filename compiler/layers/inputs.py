@@ -25,6 +25,13 @@ def unpack(
             )
         if edge_index is not None:
             raise GraphError("pass either a data object or (x, edge_index), not both")
+        if getattr(data, "edge_weight", None) is not None:
+            # the layers read A as the 0/1 pattern of edge_index: refuse rather than ignore
+            raise GraphError(
+                "the data object has edge_weight, but sentence layers read A as the 0/1 "
+                "adjacency of edge_index: drop the weights or compute weighted supports with "
+                "matlang.compile"
+            )
         edge_index = data.edge_index
         batch = getattr(data, "batch", None) if batch is None else batch
         x = getattr(data, "x", None)

@@ -14,7 +14,7 @@ import torch
 
 import matlang
 from compiler.api import compile as compile_sentence
-from matlang.errors import MatlangError
+from matlang.errors import GraphError, MatlangError
 from matlang.graphs import named
 from matlang.nn import SentenceConv, SentenceReadout
 from runtime.batch import Batch
@@ -107,6 +107,9 @@ def test_data_objects_and_the_tuple_convention_agree() -> None:
     )
     torch.testing.assert_close(conv(pb), want)
     torch.testing.assert_close(conv(pb.x, pb.edge_index, pb.batch), want)
+    pb.edge_weight = torch.full((pb.edge_index.shape[1],), 2.0)
+    with pytest.raises(GraphError, match="edge_weight"):
+        conv(pb)
 
 
 def test_graph_constants_are_computed_once_per_batch() -> None:
