@@ -44,9 +44,10 @@ from scipy.sparse import csgraph
 from matlang.errors import GraphError
 
 try:  # y += A x for CSR A and a block of vectors, accumulating in place (no temporary)
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
     from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
 except ImportError:  # pragma: no cover
-    _csr_matvecs = None
+    _csr_matvec = _csr_matvecs = None
 
 #: Graphs with fewer nodes get their extreme eigenvalues from a dense ``eigvalsh`` (exact and,
 #: there, faster than ARPACK, which also needs ``k < n``).
@@ -84,13 +85,16 @@ def _seeded_start(n: int) -> np.ndarray:
 
 
 def lanczos_extremes(
-    b: sp.csr_matrix, *, tolerance: float = 1e-10, max_steps: int = 5000
+    b: sp.csr_matrix, *, tolerance: float = 1e-10, max_steps: int = 5000, lowest: bool = True
 ) -> tuple[float, float, float]:
     """``(θmin, θmax, residual)``: the extreme Ritz values of plain Lanczos on ``b`` (no
     restarts, no reorthogonalisation: loss of orthogonality only adds copies of converged Ritz
-    values, Paige 1980) once both residual norms ``β_m |y_m|`` are below
-    ``tolerance · max(1, |θ|)``. Each Ritz value lies within its residual of an eigenvalue."""
+    values, Paige 1980) once the residual norms ``β_m |y_m|`` are below
+    ``tolerance · max(1, |θ|)`` (θmax's only, and θmin = nan, unless ``lowest``). Each Ritz
+    value lies within its residual of an eigenvalue."""
     n = b.shape[0]
+    b = b.tocsr()
+    matvec = _matvec(b)
     q = _seeded_start(n)
     q_prev = np.zeros(n)
     beta = 0.0
@@ -98,8 +102,8 @@ def lanczos_extremes(
     betas: list[float] = []
     check = 8
     lo = hi = resid = 0.0
-    for step in range(min(max_steps, n)):
-        w = b @ q
+    for _ in range(min(max_steps, n)):
+        w = matvec(q)
         alpha = float(q @ w)
         w -= alpha * q
         w -= beta * q_prev
@@ -112,15 +116,32 @@ def lanczos_extremes(
             check = m + m // 4 + 4  # the tridiagonal solve is O(m): check geometrically often
             d, e = np.asarray(alphas), np.asarray(betas[:-1])
             ends = []
-            for idx in (0, m - 1):
+            for idx in (0, m - 1) if lowest else (m - 1,):
                 theta, y = eigh_tridiagonal(d, e, select="i", select_range=(idx, idx))
                 ends.append((float(theta[0]), beta * abs(float(y[-1, 0]))))
-            (lo, r_lo), (hi, r_hi) = ends
-            resid = max(r_lo, r_hi)
+            lo = ends[0][0] if lowest else math.nan
+            hi = ends[-1][0]
+            resid = max(r for _, r in ends)
             if done or all(r <= tolerance * max(1.0, abs(t)) for t, r in ends):
                 return lo, hi, resid
         q_prev, q = q, w / beta
     return lo, hi, resid  # pragma: no cover - the loop returns at its last step
+
+
+def _matvec(b: sp.csr_matrix) -> Callable[[np.ndarray], np.ndarray]:
+    """``x ↦ b @ x`` straight through scipy's kernel: Lanczos makes hundreds of small
+    products, where the dispatch of ``b @ x`` costs as much as the product."""
+    if _csr_matvec is None:  # pragma: no cover - scipy without its private kernels
+        return lambda x: b @ x
+    n, m = b.shape
+    indptr, indices, data = b.indptr, b.indices, b.data
+
+    def mv(x: np.ndarray) -> np.ndarray:
+        y = np.zeros(n)
+        _csr_matvec(n, m, indptr, indices, data, x, y)
+        return y
+
+    return mv
 
 
 def bipartite_edge_component(adj: sp.csr_matrix) -> bool:
@@ -160,7 +181,7 @@ def extremes(
         return Extremes(float(lam[0]) if lowest else 0.0, float(lam[-1]), 0.0)
     if top is not None and not lowest:
         return Extremes(0.0, top, 0.0)
-    lo, hi, resid = lanczos_extremes(b, tolerance=tolerance)
+    lo, hi, resid = lanczos_extremes(b, tolerance=tolerance, lowest=lowest)
     return Extremes(lo if lowest else 0.0, hi if top is None else top, resid)
 
 
