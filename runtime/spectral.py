@@ -113,7 +113,7 @@ def lanczos_extremes(
         m = len(alphas)
         done = beta <= 1e-12 * max(1.0, abs(alpha)) or m == min(max_steps, n)
         if m >= check or done:
-            check = m + m // 4 + 4  # the tridiagonal solve is O(m): check geometrically often
+            check = m + max(4, m // 10)  # a tridiagonal solve is O(m): cheap next to B x
             d, e = np.asarray(alphas), np.asarray(betas[:-1])
             ends = []
             for idx in (0, m - 1) if lowest else (m - 1,):
