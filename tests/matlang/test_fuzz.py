@@ -1,10 +1,26 @@
 """10⁴ random and mutated strings: the front end raises only MatlangError subclasses (never a
 lark, sympy, Python or numpy exception), every error renders with a valid location, every
 string that does parse prints to a canonical text that parses back to the same program, and
-(for the mutated sentences) evaluates exactly or raises an EvaluationError."""
+(for the mutated sentences) evaluates exactly or raises an EvaluationError.
+
+Long mode (issue 18): ``MATLANG_FUZZ_SCALE=10 python -m pytest tests/matlang/test_fuzz.py``
+runs 10× the examples (10⁵ inputs), puts every input under a watchdog (an input that takes
+longer than ``HANG_SECONDS`` fails as a hang), also compiles every mutated sentence that
+parses and runs it on the path P3 (only project errors allowed; graph-level values equal the
+exact evaluator's), and writes the counts to ``MATLANG_FUZZ_REPORT`` (a JSON file) if set.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +32,47 @@ from matlang.graphs import named
 from matlang.printer import program_to_text
 
 PATH3 = named("path3")
+SCALE = float(os.environ.get("MATLANG_FUZZ_SCALE", "1"))
+LONG = SCALE > 1
+HANG_SECONDS = 10.0
+#: what the long mode saw: inputs, parsed, refused (by error class), evaluated, compiled...
+STATS: Counter[str] = Counter()
+
+
+class Hang(BaseException):
+    """An input ran past HANG_SECONDS (a BaseException, so no ``except Exception`` hides it)."""
+
+
+@contextmanager
+def watchdog(text: str) -> Iterator[None]:
+    if not LONG:
+        yield
+        return
+
+    def fire(*_: object) -> None:
+        STATS["hangs"] += 1
+        raise Hang(f"{text!r} ran past {HANG_SECONDS} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report() -> Iterator[None]:
+    yield
+    path = os.environ.get("MATLANG_FUZZ_REPORT")
+    if LONG and path:
+        with open(path, "w") as f:
+            json.dump({"scale": SCALE, "hang_seconds": HANG_SECONDS, **STATS}, f, indent=1)
+
+
+def _examples(n: int) -> int:
+    return int(n * SCALE)
 
 # Valid sentences to mutate: every construct of the grammar appears in at least one.
 SEEDS = [
@@ -85,9 +142,25 @@ unicode_noise = st.text(max_size=12)
 
 
 def check(text: str, *, evaluate: bool = False) -> None:
+    STATS["inputs"] += 1
+    try:
+        with watchdog(text):
+            _check(text, evaluate=evaluate)
+    except Hang:
+        raise
+    except MatlangError:
+        raise
+    except BaseException as err:  # a foreign exception: counted, then the test fails on it
+        STATS["foreign"] += 1
+        STATS[f"foreign {type(err).__name__}"] += 1
+        raise
+
+
+def _check(text: str, *, evaluate: bool) -> None:
     try:
         program = parse_program(text)
     except MatlangError as err:  # the only exceptions allowed
+        STATS[f"refused {type(err).__name__}"] += 1
         rendered = str(err)
         assert rendered
         if isinstance(err, SourceError) and err.span is not None:
@@ -96,15 +169,50 @@ def check(text: str, *, evaluate: bool = False) -> None:
             assert 1 <= err.span.col <= len(lines[err.span.line - 1]) + 1
             assert rendered.startswith(f"{err.span.line}:{err.span.col}: ")
         return
+    STATS["parsed"] += 1
     assert isinstance(program, Program)
     # (the ASCII spelling is checked on random ASTs in test_roundtrip)
     assert parse_program(program_to_text(program)) == program
-    if evaluate:  # and the exact evaluator gives a value or an EvaluationError
-        for sentence in program:
-            try:
-                evaluate_graph(sentence.expr, PATH3, inputs={"h": [1, 2, 3], "w": [0, 1, 0]})
-            except EvaluationError:
-                pass
+    if not evaluate:
+        return
+    # the exact evaluator gives a value or an EvaluationError
+    exact = []
+    for sentence in program:
+        try:
+            exact.append(evaluate_graph(sentence.expr, PATH3, inputs=INPUTS))
+            STATS["evaluated"] += 1
+        except EvaluationError:
+            exact.append(None)
+            STATS["evaluation refused"] += 1
+    if LONG:
+        _compiled(program, exact)
+
+
+INPUTS = {"h": [1, 2, 3], "w": [0, 1, 0]}
+
+
+def _compiled(program: Program, exact: list[object]) -> None:
+    """Compile and run on P3: a value, or a project error; one graph-level sentence whose
+    exact value is finite must come out equal (float64, relative 1e-9)."""
+    import torch
+
+    from compiler.api import compile
+
+    try:
+        module = compile(program, dtype=torch.float64)
+        inputs = {k: torch.tensor(v, dtype=torch.float64) for k, v in INPUTS.items()
+                  if k in program.inputs}
+        out = module([PATH3], inputs=inputs) if inputs else module([PATH3])
+    except MatlangError as err:
+        STATS[f"compile refused {type(err).__name__}"] += 1
+        return
+    STATS["compiled"] += 1
+    if len(program) == 1 and program.sentences[0].expr.shape.is_scalar and exact[0] is not None:
+        want = float(exact[0])  # type: ignore[arg-type]
+        if math.isfinite(want):
+            got = float(out.detach().reshape(-1)[0])
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9), (got, want)
+            STATS["compiled equal exact"] += 1
 
 
 FUZZ = settings(
@@ -114,25 +222,25 @@ FUZZ = settings(
 )
 
 
-@settings(FUZZ, max_examples=4000)
+@settings(FUZZ, max_examples=_examples(4000))
 @given(mutated())
 def test_mutated_sentences(text: str) -> None:
     check(text, evaluate=True)
 
 
-@settings(FUZZ, max_examples=3000)
+@settings(FUZZ, max_examples=_examples(3000))
 @given(soup)
 def test_character_soup(text: str) -> None:
     check(text)
 
 
-@settings(FUZZ, max_examples=2500)
+@settings(FUZZ, max_examples=_examples(2500))
 @given(fragments)
 def test_fragment_sequences(text: str) -> None:
     check(text)
 
 
-@settings(FUZZ, max_examples=500)
+@settings(FUZZ, max_examples=_examples(500))
 @given(unicode_noise)
 def test_arbitrary_unicode(text: str) -> None:
     check(text)
