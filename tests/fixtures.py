@@ -345,3 +345,72 @@ def exprs(
 
 shapes = st.sampled_from([SCALAR, COLUMN, ROW, MATRIX])
 any_exprs = shapes.flatmap(lambda s: exprs(s))
+
+
+class RandomSentence:
+    """Random sentences of L1 (or L3 with ``l3``) of bounded depth, as text."""
+
+    def __init__(self, seed: int, l3: bool = False) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.l3 = l3
+
+    def num(self) -> str:
+        return str(self.rng.choice([1, 2, 3, "(1/2)"]))
+
+    def matrix(self, d: int) -> str:
+        r = self.rng
+        if d <= 0:
+            return r.choice(["A", "A", "I", "L", f"diag({self.vector(0)})"])
+        m, v = self.matrix, self.vector
+        forms = [
+            lambda: f"({m(d - 1)} + {m(d - 1)})",
+            lambda: f"({m(d - 1)} {m(d - 1)})",
+            lambda: f"({m(d - 1)})'",
+            lambda: f"({m(d - 1)})^{r.randrange(4)}",
+            lambda: f"diag({v(d - 1)})",
+            lambda: f"({self.num()} {m(d - 1)})",
+            lambda: f"({m(d - 1)} - {m(d - 1)})",
+            lambda: f"({v(d - 1)} {v(d - 1)}')",
+        ]
+        if self.l3:
+            forms += [lambda: f"({m(d - 1)} .* {m(d - 1)})", lambda: f"relu({m(d - 1)})"]
+        return r.choice(forms)()
+
+    def vector(self, d: int) -> str:
+        r = self.rng
+        if d <= 0:
+            return r.choice(["ones", "deg", "(A ones)"])
+        m, v, s = self.matrix, self.vector, self.scalar
+        forms = [
+            lambda: f"({m(d - 1)} {v(d - 1)})",
+            lambda: f"({v(d - 1)} .* {v(d - 1)})",
+            lambda: f"({v(d - 1)} + {v(d - 1)})",
+            lambda: f"({v(d - 1)}' {m(d - 1)})'",
+            lambda: f"({s(d - 1)} {v(d - 1)})",
+            lambda: f"({v(d - 1)} / {self.num()})",
+            lambda: f"binom({v(d - 1)}, 2)",
+        ]
+        if self.l3:
+            forms += [lambda: f"tanh({v(d - 1)} / 10)"]
+        return r.choice(forms)()
+
+    def scalar(self, d: int) -> str:
+        r = self.rng
+        if d <= 0:
+            return r.choice(["ones' ones", "ones' A ones", self.num()])
+        m, v, s = self.matrix, self.vector, self.scalar
+        forms = [
+            lambda: f"({v(d - 1)}' {v(d - 1)})",
+            lambda: f"({s(d - 1)} * {s(d - 1)})",
+            lambda: f"({s(d - 1)} - {s(d - 1)})",
+            lambda: f"({s(d - 1)} / (1 + ones' ones))",
+        ]
+        if self.l3:
+            forms += [lambda: f"tr({m(d - 1)})", lambda: f"tr({m(d - 1)} .* {m(d - 1)})"]
+        return r.choice(forms)()
+
+    def sentence(self) -> str:
+        d = self.rng.randrange(1, 4)
+        return self.scalar(d) if self.rng.random() < 0.6 else self.vector(d)

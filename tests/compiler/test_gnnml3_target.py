@@ -3,10 +3,6 @@ evaluator and the paper's numbers."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
@@ -23,6 +19,7 @@ from runtime import sparse
 from runtime.batch import Batch
 from runtime.generators import erdos_renyi
 from runtime.models.gnnml3 import GNNML3Conv
+from tests.fixtures import RandomSentence
 
 PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", "shrikhande"]
 
@@ -230,17 +227,6 @@ def test_non_finite_values_are_evaluation_errors() -> None:
 # --------------------------------------------------------------------------- random sentences
 
 
-def _load_sibling_generator() -> Any:
-    """``RandomSentence`` of the sibling GNNML1 tests (loaded by path: any import mode works)."""
-    path = Path(__file__).with_name("test_gnnml1_target.py")
-    spec = importlib.util.spec_from_file_location("_matlang_test_gnnml1_target", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.RandomSentence
-
-
-RandomSentence = _load_sibling_generator()
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
