@@ -1,6 +1,7 @@
 """AST → Plan: lowering MATLANG sentences to masked message passing.
 
-The rules, each an identity of linear algebra (DESIGN.md, "Lowering to message passing"):
+The rules, each an identity of linear algebra (README, "Compiling a sentence into message
+passing"):
 
 * a matrix applied to a vector is never materialised: ``(M N) h = M (N h)``,
   ``diag(v) h = v ⊙ h``, ``(M + N) h = M h + N h``, ``(s M) h = s (M h)``, ``Mᵀ h`` is a
