@@ -11,6 +11,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +114,33 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
 SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data")
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What a run adds to its file when the unit is not a seed (the TU table: folds).
+
+    Args:
+        key: the field of each entry of ``runs`` that names its part (``"fold"``).
+        planned: every part the file is for (``1..10``); the ones absent make it partial.
+        this_run: the parts this run trains.
+        merge: ``merge(path, old, record)``: the file with this run's parts added (it
+            recomputes the summary over every part).
+        resume: the option that adds parts, for messages (``"--folds A:B"``).
+    """
+
+    key: str
+    planned: list[Any]
+    this_run: list[Any]
+    merge: Callable[[Path, dict[str, Any], dict[str, Any]], dict[str, Any]]
+    resume: str
+
+
+def check_new_parts(path: Path, old: dict[str, Any], parts: Parts) -> None:
+    have = {r.get(parts.key) for r in old.get("runs", [])}
+    both = sorted(have & set(parts.this_run))
+    if both:
+        raise MatlangError(f"--append: {path} already has {parts.key}(s) {both}")
+
+
 class ResultFile:
     """The file a bench run writes, and the rules that keep every earlier result.
 
@@ -129,6 +158,7 @@ class ResultFile:
         seeds: the seeds this run trains, in order.
         implied: settings a file written before they were recorded had (a key missing from
             its ``config`` has this value).
+        parts: when a run adds parts other than seeds (folds), what they are.
     """
 
     def __init__(
@@ -138,8 +168,10 @@ class ResultFile:
         config: dict[str, Any],
         seeds: list[int],
         implied: dict[str, Any] | None = None,
+        parts: Parts | None = None,
     ) -> None:
         self.args = args
+        self.parts = parts
         self.start = time.perf_counter()
         self.seeds = list(seeds)
         self.append = bool(getattr(args, "append", False))
@@ -151,10 +183,15 @@ class ResultFile:
             raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
         if self.path is None:
             return
+        if self.append and parts is not None and not self.path.exists():
+            return  # parts (folds) build their file piece by piece: the first piece starts it
         if self.append:
             self.old = read_result(self.path)
             self.old["config"] = {**self.implied, **self.old.get("config", {})}
-            check_new_seeds(self.path, self.old, self.seeds)
+            if parts is None:
+                check_new_seeds(self.path, self.old, self.seeds)
+            else:
+                check_new_parts(self.path, self.old, parts)
             _check_config(self.path, self.old["config"], config)
         elif self.path.exists() and not getattr(args, "force", False):
             raise MatlangError(_exists_message(self.path, config, self.implied))
@@ -163,6 +200,8 @@ class ResultFile:
         """Write ``record`` (the runs so far; ``done``: all of them), merged with the file's
         earlier seeds under ``--append``, and return what was written."""
         record = provenance(record, self.start)
+        if self.parts is not None:
+            return self._save_parts(record, self.parts)
         finished = [r["seed"] for r in record.get("runs", [])]
         missing = [] if done else [s for s in self.seeds if s not in finished]
         if self.old is not None:
@@ -182,6 +221,30 @@ class ResultFile:
                 "missing_seeds": missing,
                 "note": "an interrupted run: add the missing seeds with --append "
                 "(--first-seed, --seeds)",
+            }
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(self.path, record)
+        self.saved = record
+        return record
+
+    def _save_parts(self, record: dict[str, Any], parts: Parts) -> dict[str, Any]:
+        if self.old is not None:
+            assert self.path is not None
+            try:
+                record = parts.merge(self.path, self.old, record)
+            except MatlangError as e:  # keep what was trained: beside the file, not in it
+                aside = self.path.with_name(f"{self.path.stem}.new-{parts.key}s.json")
+                write_json(aside, record)
+                raise MatlangError(f"{e}. This run's results are in {aside}") from None
+        record.pop("partial", None)
+        have = {r.get(parts.key) for r in record.get("runs", [])}
+        missing = [p for p in parts.planned if p not in have]
+        if missing:
+            record["partial"] = {
+                f"missing_{parts.key}s": missing,
+                "note": f"not every {parts.key} ran: add the missing ones with --append "
+                f"{parts.resume}",
             }
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -219,6 +282,12 @@ class ResultFile:
             else:
                 where = "nothing written"
             return f"interrupted: no finished seed saved, {where}"
+        if self.parts is not None:
+            missing = self.saved.get("partial", {}).get(f"missing_{self.parts.key}s", [])
+            return (
+                f"interrupted: {self.parts.key}s {missing} missing in {self.path} (partial); "
+                f"go on with --append {self.parts.resume}"
+            )
         missing = self.saved.get("partial", {}).get("missing_seeds", [])
         hint = ""
         if missing and missing == list(range(missing[0], missing[-1] + 1)):

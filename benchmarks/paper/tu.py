@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -271,9 +273,40 @@ def _folds(text: str | None) -> list[int]:
         raise MatlangError(f"--folds takes K or A:B (1..10), got {text!r}") from None
 
 
+def merge_folds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A TU result file with ``record``'s folds added: the summary over every fold (the best
+    epoch is chosen again over all of them) and the earlier run's provenance under
+    ``"earlier"``. Same settings and new folds, or an error."""
+    for key in ("bench", "dataset", "model", "config", "seeds"):
+        if old.get(key) != record.get(key):
+            raise MatlangError(
+                f"--append: {path} was run with another {key} "
+                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force to "
+                "replace it, or with --out to keep both"
+            )
+    both = sorted({r["fold"] for r in old["runs"]} & {r["fold"] for r in record["runs"]})
+    if both:
+        raise MatlangError(f"--append: {path} already has fold(s) {both}")
+    runs = sorted(old["runs"] + record["runs"], key=lambda r: r["fold"])
+    res = TUResult(
+        [r["curve"] for r in runs],
+        [r["fold"] for r in runs],
+        [r["seconds"] for r in runs],
+        record.get("model_info", {}).get("parameters", 0),
+    )
+    provenance = ("command", "wall_seconds", "finished", "versions", "git_commit")
+    return {
+        **record,
+        **res.summary(),
+        "runs": runs,
+        "earlier": [{k: old.get(k) for k in provenance}, *old.get("earlier", [])],
+    }
+
+
 def bench(args: argparse.Namespace) -> int:
-    """``matlang bench tu``: train fold by fold, save after each fold."""
-    from benchmarks.records import ResultFile, result_name
+    """``matlang bench tu``: train fold by fold, save after each fold; ``--append --folds A:B``
+    adds folds to the 10-fold file."""
+    from benchmarks.records import Parts, ResultFile, result_name
 
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     if args.threads:
@@ -296,14 +329,17 @@ def bench(args: argparse.Namespace) -> int:
         "lr": settings.lr,
         "weight_decay": settings.weight_decay,
         "nproc": args.nproc,
-        "folds": folds,
+        # the folds the file is for: all of them when --append adds some
+        "folds": list(range(1, 11)) if args.append else folds,
         "node_features": "one-hot node labels"
         + (" + " + ", ".join(FEATURE_SENTENCES) if args.model == "gin+features" else ""),
         "dtype": "float32",
     }
-    variant = None if folds == list(range(1, 11)) else f"folds{folds[0]}-{folds[-1]}"
+    whole = args.append or folds == list(range(1, 11))
+    variant = None if whole else f"folds{folds[0]}-{folds[-1]}"
     name = result_name("tu", args.dataset, None, args.model, variant)
-    out = ResultFile(args, name, config, [settings.seed])
+    parts = Parts("fold", config["folds"], folds, merge_folds, "--folds A:B")
+    out = ResultFile(args, name, config, [settings.seed], parts=parts)
 
     def record(res: TUResult) -> dict[str, Any]:
         return {
@@ -343,6 +379,17 @@ def bench(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- report
 
 
+def fold_ranges(folds: Sequence[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1–3, 5"``."""
+    spans: list[list[int]] = []
+    for k in sorted(folds):
+        if spans and k == spans[-1][1] + 1:
+            spans[-1][1] = k
+        else:
+            spans.append([k, k])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
 def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The report's TU table: ours (best mean epoch; last epoch) / paper, per model."""
     out = ["## TU datasets (appendix): 10-fold accuracy, ours / paper", ""]
@@ -361,15 +408,21 @@ def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     for m in models:
         cells = []
         for d in DATASETS:
-            r = next((r for r in rows if r["model"] == m and r["dataset"] == d), None)
+            # the file with the most folds (a --folds A:B file of its own only if it is all)
+            r = max(
+                (r for r in rows if r["model"] == m and r["dataset"] == d),
+                key=lambda r: len(r.get("runs", [])),
+                default=None,
+            )
             ours = "–"
             if r is not None and r.get("mean_accuracy") is not None:
                 ours = (
                     f"{r['mean_accuracy']:.1f} ± {r['std_accuracy']:.1f} "
                     f"({r['last_epoch_mean_accuracy']:.1f})"
                 )
-                if r.get("folds", 10) < 10 or r.get("partial"):
-                    ours += f" [{r.get('folds')} folds]"
+                ran = sorted(x["fold"] for x in r.get("runs", []))
+                if ran != list(range(1, 11)):
+                    ours += f" [folds {fold_ranges(ran)} only]"
             paper = PAPER_TU.get(m, {}).get(d)
             cells.append(f"{ours} / {'–' if paper is None else f'{paper[0]} ± {paper[1]}'}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")
@@ -385,6 +438,8 @@ __all__ = [
     "TUSettings",
     "bench",
     "build",
+    "fold_ranges",
+    "merge_folds",
     "model_choices",
     "run_tu",
     "train_fold",

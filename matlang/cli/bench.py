@@ -77,7 +77,12 @@ def register(sub: Any) -> None:
     _common(tu, seeds=1)
     _training(tu, epochs=100, batch_size=32)
     tu.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
-    tu.add_argument("--folds", metavar="A:B", help="only folds A..B (1..10; default all)")
+    tu.add_argument(
+        "--folds",
+        metavar="A:B",
+        help="only folds A..B (1..10; default all): a file of its own, or with --append added "
+        "to the 10-fold file (which stays partial until every fold ran)",
+    )
     _nproc(tu)
     tu.set_defaults(func=_protocol("tu"))
 

@@ -10,7 +10,15 @@ import pytest
 import torch
 
 from benchmarks.paper.distributed import Group, launch
-from benchmarks.paper.tu import PAPER_TU, TUResult, TUSettings, run_tu, train_one_fold
+from benchmarks.paper.tu import (
+    PAPER_TU,
+    TUResult,
+    TUSettings,
+    fold_ranges,
+    run_tu,
+    train_one_fold,
+    tu_section,
+)
 from runtime.datasets import data_available
 
 needs_mutag = pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
@@ -75,3 +83,44 @@ def test_bench_command_writes_a_result_file(tmp_path, capsys) -> None:  # type: 
     assert summary["file"].endswith("tu-mutag-sentence.folds1-2.json")
     res = run_tu("mutag", "mlp", folds=[1], settings=TUSettings(epochs=1))
     assert len(res.curves) == 1 and len(res.curves[0]) == 1
+
+
+def test_fold_ranges() -> None:
+    assert fold_ranges([5, 1, 2, 3, 9, 10]) == "1–3, 5, 9–10"
+    assert fold_ranges([4]) == "4"
+
+
+@pytest.mark.data
+@needs_mutag
+def test_append_adds_folds_to_the_ten_fold_file(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from matlang.cli import main
+
+    def bench(*extra: str) -> int:
+        return main(
+            ["bench", "tu", "--dataset", "mutag", "--model", "mlp", "--epochs", "2",
+             "--out", str(tmp_path), "--no-progress", "--json", *extra]
+        )  # fmt: skip
+
+    path = tmp_path / "tu-mutag-mlp.json"
+    assert bench("--folds", "3", "--append") == 0  # no file yet: the first piece starts it
+    first = json.loads(path.read_text())
+    assert first["partial"]["missing_folds"] == [1, 2, *range(4, 11)]
+    assert first["config"]["folds"] == list(range(1, 11))
+    assert bench("--folds", "1:2", "--append") == 0
+    data = json.loads(path.read_text())
+    assert [r["fold"] for r in data["runs"]] == [1, 2, 3] and data["folds"] == 3
+    assert data["runs"][2] == first["runs"][0]  # the earlier fold is kept as it was
+    assert data["earlier"][0]["git_commit"] == first["git_commit"]
+    means = [sum(r["curve"][e] for r in data["runs"]) / 3 for e in range(2)]
+    assert data["best_epoch"] == 1 + means.index(max(means))
+    assert data["mean_accuracy"] == pytest.approx(100 * max(means))
+    assert data["partial"]["missing_folds"] == list(range(4, 11))
+    capsys.readouterr()
+    assert bench("--folds", "2:4", "--append") == 1
+    assert "already has fold(s) [2, 3]" in capsys.readouterr().err
+    assert bench("--folds", "4", "--append", "--epochs", "1") == 1
+    assert "epochs = 2, this run has 1" in capsys.readouterr().err
+    assert json.loads(path.read_text()) == data  # refused runs leave the file alone
+    # the report names the folds that ran
+    section = "\n".join(tu_section([data]))
+    assert "[folds 1–3 only]" in section and f"{data['mean_accuracy']:.1f}" in section
