@@ -148,6 +148,14 @@ class ConstantStage:
         return hit, polynomial
 
     # -- running ---------------------------------------------------------------------------
+    def operator(
+        self, graphs: Graphs, regs: Mapping[int, Any], mask: int, values: int, transpose: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """The CSR arrays of the matrix ``values`` on ``mask`` (transposed) and whether it is
+        symmetric (both registers exported by :meth:`run`)."""
+        kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
+        return kern.csr(regs[mask], regs[values], transpose)
+
     def run(self, graphs: Graphs) -> tuple[dict[int, Any], dict[int, int]]:
         """Every exported register as a numpy value (masks as :class:`Mask`, values as arrays,
         0-d where the same on every entry), and the number of entries of every register

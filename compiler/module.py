@@ -107,10 +107,47 @@ class _Context:
     # CSR by (mask, values, False, "csr"), row pointers by ("rowptr", mask, transposed): a plan
     # that propagates several times with one support builds its CSR structure once.
     operators: dict[Any, Any] = field(default_factory=dict)
+    # feature channels of the inputs (None: one value per node, no channel axis)
+    channels: int | None = None
+    # operators of propagate steps with a constant matrix, by (mask, values, transpose)
+    prebuilt: dict[Any, Any] = field(default_factory=dict)
+
+
+def _channel(x: Tensor) -> Tensor:
+    """``(K,)`` → ``(K, 1)``: a value without channels, ready to broadcast over them."""
+    return x.unsqueeze(-1) if x.dim() == 1 else x
+
+
+def _aligned(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """Two values, the one without a channel axis given one when the other has it."""
+    if x.dim() == y.dim():
+        return x, y
+    return _channel(x), _channel(y)
+
+
+def _node_values(v: Any, n: int, what: str, device: Any, dtype: torch.dtype) -> Tensor:
+    """``v`` as ``(N,)`` or ``(N, d)`` node values of ``dtype``, or a :class:`GraphError`
+    naming what is wrong (rows, dimensions, non-finite entries)."""
+    t = torch.as_tensor(v, device=device)
+    if t.dim() == 2 and t.shape[1] == 1:
+        t = t[:, 0]
+    if t.dim() not in (1, 2) or t.shape[0] != n:
+        raise GraphError(
+            f"{what} must have shape ({n},) or ({n}, d) — one row per node of the batch — "
+            f"got {tuple(t.shape)}",
+            "inputs",
+        )
+    if t.is_complex() or t.dtype == torch.bool:
+        raise GraphError(f"{what} must be real numbers, got {t.dtype}", "inputs")
+    t = t.to(dtype)
+    if t.numel() and not bool(torch.isfinite(t.detach()).all()):
+        bad = torch.nonzero(~torch.isfinite(t.detach()))[0].tolist()
+        raise GraphError(f"{what} has a non-finite value at {tuple(bad)}", "inputs")
+    return t
 
 
 @dataclass
-class Trace:
+class RunStats:
     """What one forward pass built: entries of each mask and of each edge value, and the
     largest number of bytes the plan's live registers held at once."""
 
@@ -163,7 +200,8 @@ class CompiledModule(nn.Module):
         if constants not in ("graphblas", "torch"):
             raise MatlangError(f"constants must be 'graphblas' or 'torch', got {constants!r}")
         self.plan = plan
-        self.dtype = dtype
+        # the dtype follows .to()/.double()/.float(): a (non-persistent) buffer carries it
+        self.register_buffer("_dtype_probe", torch.empty(0, dtype=dtype), persistent=False)
         self.constants = constants
         self.backend = None if backend is None else sparse.resolve_backend(backend)
         self.nonfinite = nonfinite
@@ -177,39 +215,73 @@ class CompiledModule(nn.Module):
             if trainable_functions
             else []
         )
-        self._functions: list[Callable[..., Any]] = [
-            numeric(f.formula, f.symbols, "torch") for f in plan.functions
-        ]
         last = plan.last_use()
         self._frees: list[list[int]] = [[] for _ in plan.steps]
         for reg, k in enumerate(last):
             if k < len(plan.steps):
                 self._frees[k].append(reg)
-        self.__dict__["_last_run"] = None  # see last_trace
+        self.__dict__["_last_run"] = None  # see last_stats
         self._unit_if_unweighted = _unit_registers(plan)
         # masks whose entries come sorted row-major (the order CSR wants): no sort check
         self._row_major = frozenset(
             k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
         )
-        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
         self._ones_registers = frozenset(k for k, st in enumerate(plan.steps) if st.op == "ones")
         self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)
         self._edge_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == EDGE)
-        # the interpreter's program: (register, kernel, step, argument registers, registers
-        # freed after it)
+        # what the constants depend on besides the graph: the plan and every option
+        options = repr((render(plan), trainable_functions, nonfinite))
+        self._constants_key = "constants." + hashlib.sha1(options.encode()).hexdigest()
+        self._build_program()
+
+    def _build_program(self) -> None:
+        """What is rebuilt from the plan (after unpickling too): the pointwise functions, the
+        interpreter's program — (register, kernel, step, argument registers, registers freed
+        after it) — and the graph-constant stage."""
+        plan = self.plan
+        self._functions: list[Callable[..., Any]] = [
+            numeric(f.formula, f.symbols, "torch") for f in plan.functions
+        ]
+        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
         self._program = [
             (k, op, st, st.args, self._frees[k])
             for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
         ]
         self._stage = ConstantStage(
-            plan, trainable_functions=trainable_functions, nonfinite=nonfinite
+            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
         )
         self._learnable = [p for p in self._program if not self._stage.const[p[0]]]
-        # what the constants depend on besides the graph: the plan and every option
-        options = repr((render(plan), trainable_functions, nonfinite))
-        self._constants_key = "constants." + hashlib.sha1(options.encode()).hexdigest()
+        # propagate steps whose matrix is a graph constant: an operator prebuilt per batch
+        self._operators = {
+            k: (st.args[0], st.args[1], bool(st.attr("transpose")))
+            for k, st in enumerate(plan.steps)
+            if st.op == "propagate" and self._stage.const[st.args[1]] and not self._stage.const[k]
+        }
 
     # -- public -------------------------------------------------------------------------------
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype the module computes in (``.double()`` / ``.to(torch.float64)`` change it)."""
+        return self._dtype_probe.dtype
+
+    def _apply(self, fn: Any, recurse: bool = True) -> CompiledModule:  # type: ignore[override]
+        out = super()._apply(fn, recurse)
+        if self.dtype not in (torch.float32, torch.float64):
+            raise MatlangError(f"a compiled module computes in float32 or float64, not {self.dtype}")
+        return out
+
+    # pickling: the lowered pointwise functions are closures; rebuilt from the plan on load
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ("_functions", "_step_ops", "_program", "_learnable", "_stage", "_last_run"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__["_last_run"] = None
+        self._build_program()
+
     @property
     def level(self) -> str:
         return self.plan.level
@@ -233,8 +305,11 @@ class CompiledModule(nn.Module):
             mask = self.plan.steps[o.register].mask
             assert mask is not None
             return torch.sparse_coo_tensor(
-                ctx.regs[mask], outs[0], (ctx.n, ctx.n), check_invariants=False
+                ctx.regs[mask], outs[0], (ctx.n, ctx.n, *outs[0].shape[1:]), check_invariants=False
             ).coalesce()
+        if ctx.channels is not None:  # (X, d) for one sentence, (X, S, d) for S sentences
+            outs = [o if o.dim() == 2 else o.unsqueeze(-1).expand(-1, ctx.channels) for o in outs]
+            return outs[0] if len(outs) == 1 else torch.stack(outs, 1)
         if len(outs) == 1:
             return outs[0]
         return torch.stack(outs, -1)
@@ -258,18 +333,9 @@ class CompiledModule(nn.Module):
         n, g = batch.num_nodes, batch.num_graphs
         device = batch.edge_index.device
         edges, weight = batch.cached("compiled.edges", lambda: prepared_edges(batch))
-        given: dict[str, Tensor] = {}
-        for name, v in (inputs or {}).items():
-            t = torch.as_tensor(v, device=device)
-            if t.dim() == 2 and t.shape[1] == 1:
-                t = t[:, 0]
-            if t.shape != (n,):
-                raise GraphError(
-                    f"input '{name}' must have one value per node ({n}), got shape "
-                    f"{tuple(t.shape)}",
-                    "batch",
-                )
-            given[name] = t.to(self.dtype)
+        dtype = self.dtype
+        given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
+        channels = max((t.shape[1] for t in given.values() if t.dim() == 2), default=None)
         return _Context(
             batch,
             n,
@@ -277,20 +343,80 @@ class CompiledModule(nn.Module):
             batch.batch.to(torch.int64),
             batch.ptr.to(torch.int64),
             edges,
-            None if weight is None else weight.to(self.dtype),
+            None if weight is None else weight.to(dtype),
             given,
-            self.dtype,
+            dtype,
             device,
             sparse.resolve_backend(self.backend),
             ones=self._unit_if_unweighted if weight is None else frozenset(),
+            channels=channels,
         )
 
-    def _graph_constants(self, ctx: _Context) -> tuple[dict[int, Tensor], list[Any]]:
-        """The plan's graph constants on this batch (GraphBLAS), as the interpreter's registers,
-        and the (shape, bytes) of every constant register for the run statistics."""
+    def _inputs(
+        self, batch: Batch, inputs: Mapping[str, Any] | None, dtype: torch.dtype
+    ) -> dict[str, Tensor]:
+        """Every declared input as ``(N,)`` or ``(N, d)`` (d channels), checked by name and
+        shape before torch sees it: from ``inputs`` by name, else from the batch's ``x`` (all
+        of its columns as channels of the one input, or column i for input i of several)."""
+        n = batch.num_nodes
+        declared = self.plan.inputs
+        unknown = [k for k in (inputs or {}) if k not in declared]
+        if unknown:
+            raise GraphError(
+                f"unknown input {unknown[0]!r}: the sentence declares "
+                + (", ".join(repr(d) for d in declared) or "no inputs"),
+                "inputs",
+            )
+        out: dict[str, Tensor] = {}
+        for name, v in (inputs or {}).items():
+            out[name] = _node_values(v, n, f"input '{name}'", batch.edge_index.device, dtype)
+        missing = [d for d in declared if d not in out]
+        if not missing:
+            return out
+        x = batch.x
+        if x is None:
+            raise EvaluationError(
+                f"no value for input '{missing[0]}': pass inputs={{'{missing[0]}': ...}} or give "
+                "the batch node features x"
+            )
+        xs = _node_values(x, n, "the node features x", batch.edge_index.device, dtype)
+        if len(declared) == 1:
+            out[declared[0]] = xs  # every column a channel of the one input
+            return out
+        cols = 1 if xs.dim() == 1 else xs.shape[1]
+        if cols != len(declared):
+            raise GraphError(
+                f"the node features x have {cols} column(s) but the sentence declares "
+                f"{len(declared)} inputs ({', '.join(declared)}): column i feeds input i; pass "
+                "inputs={name: (N,) or (N, d)} to give each input its own channels",
+                "inputs",
+            )
+        for i, name in enumerate(declared):
+            if name not in out:
+                out[name] = xs if xs.dim() == 1 else xs[:, i]
+        return out
+
+    def _graph_constants(
+        self, ctx: _Context
+    ) -> tuple[dict[int, Tensor], list[Any], dict[Any, sparse.Operator]]:
+        """The plan's graph constants on this batch (GraphBLAS), as the interpreter's registers;
+        the (shape, bytes) of every constant register for the run statistics; the operators of
+        the propagate steps whose matrix is a constant (CSR, built once, reused by forward and
+        backward)."""
         edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
         graphs = graphs_of(ctx.batch, edges, weight)
         values, sizes = self._stage.run(graphs)
+        operators: dict[Any, sparse.Operator] = {}
+        for mask, vals, transpose in set(self._operators.values()):
+            rowptr, col, w, symmetric = self._stage.operator(graphs, values, mask, vals, transpose)
+            operators[(mask, vals, transpose)] = sparse.Operator(
+                torch.tensor(rowptr, device=ctx.device),  # copies: GraphBLAS's arrays
+                torch.tensor(col, device=ctx.device),  # may be read-only views
+                torch.tensor(w, device=ctx.device, dtype=ctx.dtype),
+                ctx.n,
+                symmetric=symmetric,
+                backend=ctx.backend,
+            )
         item = torch.empty((), dtype=ctx.dtype).element_size()
         stats: list[Any] = [None] * len(self.plan.steps)
         for k, size in sizes.items():
@@ -299,7 +425,7 @@ class CompiledModule(nn.Module):
         regs = {
             k: to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device) for k, v in values.items()
         }
-        return regs, stats
+        return regs, stats, operators
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
@@ -308,8 +434,10 @@ class CompiledModule(nn.Module):
         stats: list[Any] = [None] * len(self.plan.steps)  # (shape, bytes) for the statistics
         given = ctx.batch.edge_weight
         if self.constants == "graphblas" and not (given is not None and given.requires_grad):
-            key = f"{self._constants_key}.{ctx.dtype}.{ctx.device}"
-            constants, stats = ctx.batch.cached(key, lambda: self._graph_constants(ctx))
+            key = f"{self._constants_key}.{ctx.dtype}.{ctx.device}.{ctx.backend}"
+            constants, stats, ctx.prebuilt = ctx.batch.cached(
+                key, lambda: self._graph_constants(ctx)
+            )
             stats = list(stats)
             regs.update(constants)
             program = self._learnable
@@ -327,8 +455,8 @@ class CompiledModule(nn.Module):
         return outs, ctx
 
     @property
-    def last_trace(self) -> Trace | None:
-        """What the last forward pass built (:class:`Trace`); ``None`` before the first."""
+    def last_stats(self) -> RunStats | None:
+        """What the last forward pass built (:class:`RunStats`); ``None`` before the first."""
         run = self.__dict__.get("_last_run")
         if run is None:
             return None
@@ -340,7 +468,7 @@ class CompiledModule(nn.Module):
             live -= sum(stats[a][1] for a in self._frees[k])
         mask_entries = {k: int(stats[k][0][-1]) for k in sorted(self._mask_steps)}
         edge_entries = {k: math.prod(stats[k][0]) for k in sorted(self._edge_steps)}
-        return Trace(mask_entries, edge_entries, peak, n, e)
+        return RunStats(mask_entries, edge_entries, peak, n, e)
 
     def _graph_of(self, ctx: _Context, step: Step, index: int) -> str:
         if step.kind == GRAPH:
@@ -362,9 +490,10 @@ class CompiledModule(nn.Module):
         what = what if isinstance(what, str) else what()
         bad = ~torch.isfinite(v)
         if bool(bad.any()):
-            i = int(torch.nonzero(bad)[0, 0])
+            at = torch.nonzero(bad)[0]
+            i = int(at[0])
             raise EvaluationError(
-                f"{what} is {float(v.detach()[i])} on graph {self._graph_of(ctx, step, i)} "
+                f"{what} is {float(v.detach()[tuple(at)])} on graph {self._graph_of(ctx, step, i)} "
                 "(compile with nonfinite='keep' to keep inf/nan)"
             )
 
@@ -379,18 +508,7 @@ class CompiledModule(nn.Module):
 
     # leaves
     def _op_input(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        name = step.attr("name")
-        if name in ctx.inputs:
-            return ctx.inputs[name]
-        x = ctx.batch.x
-        col = self.plan.inputs.index(name)
-        if x is None or (x.reshape(ctx.n, -1).shape[1] if ctx.n else 0) <= col:
-            have = 0 if x is None else x.reshape(ctx.n, -1).shape[1]
-            raise EvaluationError(
-                f"no value for input '{name}': pass inputs={{'{name}': ...}} or give the batch "
-                f"node features x with at least {col + 1} column(s) (it has {have})"
-            )
-        return x.reshape(ctx.n, -1)[:, col].to(ctx.dtype)
+        return ctx.inputs[step.attr("name")]  # resolved and checked by _inputs
 
     def _op_ones(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return torch.ones(ctx.n, dtype=ctx.dtype, device=ctx.device)
@@ -501,9 +619,12 @@ class CompiledModule(nn.Module):
     def _op_propagate(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask, vals, h = args
         transposed = bool(step.attr("transpose"))
+        op = ctx.prebuilt.get((step.args[0], step.args[1], transposed))
+        if op is not None:  # a constant matrix: one product over every channel
+            return op.matmul(h if h.dtype == op.value.dtype else h.to(op.value.dtype))
         index = mask.flip(0) if transposed else mask
         if index.shape[1] == 0:
-            return h.new_zeros((ctx.n,))
+            return h.new_zeros((ctx.n, *h.shape[1:]))
         unit = step.args[1] in ctx.ones  # A of a 0/1 graph: a value-less operator
         if unit and step.args[2] in self._ones_registers:
             # A 𝟏 of a 0/1 matrix (no repeated entries): its row counts
@@ -535,19 +656,19 @@ class CompiledModule(nn.Module):
 
     def _op_readout(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if args[0].numel() == 0:
-            return args[0].new_zeros((ctx.g,))
+            return args[0].new_zeros((ctx.g, *args[0].shape[1:]))
         return sparse.scatter_sum(args[0], ctx.node_graph, ctx.g, backend=ctx.backend)
 
     def _op_row_sum(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask = self._edge_mask(ctx, step.args[0])
         if mask.shape[1] == 0:
-            return args[0].new_zeros((ctx.n,))
+            return args[0].new_zeros((ctx.n, *args[0].shape[1:]))
         return sparse.scatter_sum(args[0], mask[0], ctx.n, backend=ctx.backend)
 
     def _op_diagonal(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         mask = self._edge_mask(ctx, step.args[0])
         on = mask[0] == mask[1]
-        out = args[0].new_zeros((ctx.n,))
+        out = args[0].new_zeros((ctx.n, *args[0].shape[1:]))
         return out.index_add(0, mask[0][on], args[0][on])
 
     def _op_as_edge(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
@@ -556,12 +677,14 @@ class CompiledModule(nn.Module):
     def _op_as_node(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return args[0]
 
-    # pointwise
+    # pointwise: a value without channels broadcasts over the channels of the other
     def _op_add(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        return args[0] + args[1]
+        x, y = _aligned(args[0], args[1])
+        return x + y
 
     def _op_sub(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        return args[0] - args[1]
+        x, y = _aligned(args[0], args[1])
+        return x - y
 
     def _op_mul(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         a, b = step.args
@@ -569,13 +692,15 @@ class CompiledModule(nn.Module):
             return args[1]  # 1 ⊙ M = M (e.g. A ⊙ A² of a 0/1 graph on E)
         if b in ctx.ones and args[0].shape == args[1].shape:
             return args[0]
-        return args[0] * args[1]
+        x, y = _aligned(args[0], args[1])
+        return x * y
 
     def _op_neg(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return -args[0]
 
     def _op_div(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        return args[0] / args[1]
+        x, y = _aligned(args[0], args[1])
+        return x / y
 
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         zero = args[0] == 0
@@ -588,6 +713,8 @@ class CompiledModule(nn.Module):
 
     def _op_apply(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         fn = step.attr("fn")
+        if len(args) > 1 and len({a.dim() for a in args}) > 1:
+            args = list(torch.broadcast_tensors(*[_channel(a) for a in args]))
         if self.trainable_functions:
             out = self.mlps[fn](*args)
         else:
@@ -604,5 +731,5 @@ class CompiledModule(nn.Module):
 __all__ = [
     "CompiledModule",
     "PointwiseMLP",
-    "Trace",
+    "RunStats",
 ]

@@ -8,6 +8,7 @@ PyG ``Data``/``Batch`` as it is (duck-typed: PyG need not be installed).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,41 @@ from matlang.graphs import (
 from runtime.sparse import is_coalesced, row_pointers
 
 
+_MEMO_ATTRIBUTE = "_matlang_batch_memo"
+
+
+def _shared_memo(
+    edge_index: Any, batch: Any, ptr: Any, weight: Any
+) -> dict[str, tuple[Any, Any]] | None:
+    """One memo for every :class:`Batch` over the same (live) index tensors: a model called on
+    a PyG ``Data`` each epoch, or on a new Batch wrapping the same tensors, validates them and
+    builds their graph constants once. The memo lives on ``edge_index`` (it dies with it); the
+    other tensors are told apart by weak references, in-place changes by the fingerprint that
+    :meth:`Batch.cached` checks."""
+    if not isinstance(edge_index, torch.Tensor) or edge_index.is_inference():
+        return None
+    others = (batch, ptr, weight)
+    try:
+        table = getattr(edge_index, _MEMO_ATTRIBUTE, None)
+        if table is None:
+            table = {}
+            setattr(edge_index, _MEMO_ATTRIBUTE, table)
+    except (AttributeError, RuntimeError):  # a tensor subclass without attributes
+        return None
+    key = tuple(id(t) for t in others)
+    hit = table.get(key)
+    if hit is not None and all(
+        (r is None and t is None) or (r is not None and r() is t) for r, t in zip(hit[0], others)
+    ):
+        return hit[1]
+    for k in [k for k, (rs, _) in table.items() if any(r is not None and r() is None for r in rs)]:
+        del table[k]  # memos of tensors that died
+    memo: dict[str, tuple[Any, Any]] = {}
+    refs = tuple(None if t is None else weakref.ref(t) for t in others)
+    table[key] = (refs, memo)
+    return memo
+
+
 @dataclass(frozen=True, eq=False)
 class Batch:
     """A block-diagonal batch of graphs (see module docstring)."""
@@ -37,10 +73,16 @@ class Batch:
     x: torch.Tensor | None = None  # (N, d)
     edge_weight: torch.Tensor | None = None  # (E,)
     names: tuple[str | None, ...] = ()
-    # what cached() remembers, by name: (fingerprint of the index tensors, value)
+    # what cached() remembers, by name: (fingerprint of the index tensors, value); shared by
+    # every Batch over the same index tensors (see _shared_memo)
     _memo: dict[str, tuple[Any, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        memo = _shared_memo(self.edge_index, self.batch, self.ptr, self.edge_weight)
+        if memo is not None:
+            object.__setattr__(self, "_memo", memo)
 
     @property
     def num_nodes(self) -> int:

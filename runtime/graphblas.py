@@ -380,6 +380,28 @@ class Kernels:
         out = target.align(c, np.dtype(read.dtype.np_type))
         return _rational(out, den) if exact_obj else out
 
+    def csr(
+        self, s: Mask, values: np.ndarray, transpose: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """``M`` (``Mᵀ``) as sorted CSR arrays ``(indptr, indices, values)`` and whether it is
+        symmetric: the operator of a propagate step, built once per batch."""
+        gb = _gb()
+        read = s.flip() if transpose else s
+        vals = np.broadcast_to(values, (s.nnz,)) if is_iso(values) else values
+        if vals.dtype == object:
+            vals = vals.astype(np.float64)
+        m = read.matrix(np.ascontiguousarray(vals))
+        if read.transposed:
+            m = m.new()
+            info = m.ss.export("csr", sort=True)
+            indptr = info["indptr"].view(np.int64)
+            indices = info["col_indices"].view(np.int64)
+            out = np.broadcast_to(info["values"], indices.shape) if info["is_iso"] else info["values"]
+        else:
+            indptr, indices, out = read.indptr, read.indices, vals
+        symmetric = bool(m.isequal(m.T.new()))
+        return indptr, indices, np.ascontiguousarray(out), symmetric
+
     def eye(self, s: Mask) -> np.ndarray:
         return (s.base_rows == s.indices).astype(np.int64)
 

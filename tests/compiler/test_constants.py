@@ -166,9 +166,9 @@ def test_graphblas_constants_equal_the_torch_interpreter(text: str) -> None:
     if x.is_sparse:
         x, y = x.to_dense(), y.to_dense()
     assert torch.equal(x, y)
-    assert fast.last_trace is not None and slow.last_trace is not None
-    assert fast.last_trace.mask_entries == slow.last_trace.mask_entries
-    assert fast.last_trace.peak_bytes == slow.last_trace.peak_bytes
+    assert fast.last_stats is not None and slow.last_stats is not None
+    assert fast.last_stats.mask_entries == slow.last_stats.mask_entries
+    assert fast.last_stats.peak_bytes == slow.last_stats.peak_bytes
 
 
 def test_constants_are_computed_once_per_batch_and_never_stale(

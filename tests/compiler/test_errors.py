@@ -150,9 +150,35 @@ def test_inputs_must_be_given_with_one_value_per_node() -> None:
     model = compile("input h; A h")
     with pytest.raises(EvaluationError, match="no value for input 'h'"):
         model(["K4"])
-    with pytest.raises(GraphError, match=r"one value per node \(4\)"):
+    with pytest.raises(GraphError, match=r"shape \(4,\) or \(4, d\) .* one row per node"):
         model(["K4"], inputs={"h": torch.ones(3)})
     assert model(["K4"], inputs={"h": torch.ones(4, 1)}).tolist() == [3.0] * 4
+
+
+def test_inputs_are_checked_by_name_and_shape() -> None:
+    """Issue 18 item 6: x with 6 rows on a 3-node graph, 5 rows, a typo in a name, a non-finite
+    value: a GraphError before torch sees them; an 8-column x is 8 channels of the one input."""
+    from matlang.graphs import complete
+    from runtime.batch import Batch
+
+    model = compile("input h; A h", dtype=torch.float64)
+    k3 = Batch.from_graphs([complete(3)])
+    for rows in (6, 5):
+        bad = Batch(k3.edge_index, k3.batch, k3.ptr, torch.ones(rows, 1))
+        with pytest.raises(GraphError, match=r"\(3,\) or \(3, d\).*got \(%d,\)" % rows):
+            model(bad)
+    with pytest.raises(GraphError, match="unknown input 'hh'.*declares 'h'"):
+        model(k3, inputs={"hh": torch.ones(3)})
+    with pytest.raises(GraphError, match="non-finite"):
+        model(k3, inputs={"h": torch.tensor([1.0, float("nan"), 0.0])})
+    x = torch.arange(24, dtype=torch.float64).reshape(3, 8)
+    out = model(Batch(k3.edge_index, k3.batch, k3.ptr, x))
+    assert out.shape == (3, 8)
+    for k in range(8):
+        assert out[:, k].tolist() == model(k3, inputs={"h": x[:, k]}).tolist()
+    two = compile("input h; input g; A h + g")
+    with pytest.raises(GraphError, match="8 column.*2 inputs"):
+        two(Batch(k3.edge_index, k3.batch, k3.ptr, x))
 
 
 BAD_OPTIONS = [

@@ -95,13 +95,19 @@ def test_a_batch_changed_in_place_is_validated_again() -> None:
         compile("𝟏ᵀ A 𝟏", validate=False)(b)
 
 
-def test_validation_is_remembered_per_batch_object() -> None:
+def test_validation_is_remembered_per_index_tensors() -> None:
     b = Batch.from_graphs(GRAPHS[:3])
     assert b.validate() is b
     assert any(k.startswith("valid") for k in b._memo)
     assert b.validate(allow_directed=True) is b  # the strict pass vouches for the lax one
-    fresh = dataclasses.replace(b)  # same tensors, a new object: nothing remembered
-    assert fresh._memo == {}
+    same = dataclasses.replace(b)  # a new object over the same tensors shares what was checked
+    assert same._memo is b._memo
+    copied = Batch(b.edge_index.clone(), b.batch, b.ptr)  # other tensors: nothing remembered
+    assert copied._memo == {}
+    other = Batch(b.edge_index, b.batch.clone(), b.ptr)
+    assert other._memo == {}
+    b.edge_index.add_(0)  # an in-place change: the fingerprint no longer matches
+    assert not b._remembers("valid(False, False)", b._fingerprint())
     one_way = Batch(torch.tensor([[0], [1]]), torch.zeros(3, dtype=torch.int64),
                     torch.tensor([0, 3]))  # fmt: skip
     assert one_way.validate(allow_directed=True) is one_way

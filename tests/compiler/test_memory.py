@@ -21,7 +21,7 @@ def test_materialised_supports_have_exactly_E_entries(text: str) -> None:
     b = Batch.from_graphs(GRAPHS)
     model = compile(text, dtype=torch.float64)
     model(b)
-    trace = model.last_trace
+    trace = model.last_stats
     assert trace is not None and trace.num_edges == b.num_edges > 0
     assert trace.mask_entries and set(trace.mask_entries.values()) == {b.num_edges}
     assert set(trace.edge_entries.values()) == {b.num_edges}
@@ -43,7 +43,7 @@ def test_live_memory_is_linear_in_the_graph() -> None:
     per_edge = []
     for n in (1000, 10000, 100000):
         model(_circulant(n))
-        trace = model.last_trace
+        trace = model.last_stats
         assert trace is not None
         assert set(trace.mask_entries.values()) == {4 * n}
         per_edge.append(trace.peak_bytes / (4 * n))
@@ -59,8 +59,8 @@ def test_larger_masks_when_the_sentence_needs_them() -> None:
     model([g])
     a = sps.csr_matrix(np.asarray(g.adjacency))
     two_hop = int(((a @ a) != 0).sum())
-    assert model.last_trace is not None
-    assert sorted(model.last_trace.mask_entries.values()) == sorted([a.nnz, two_hop])
+    assert model.last_stats is not None
+    assert sorted(model.last_stats.mask_entries.values()) == sorted([a.nnz, two_hop])
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_cost_model_mask_sizes_are_exact_and_bytes_bound_the_run(text: str) -> N
     model = compile(text)
     for g in GRAPHS:
         model([g])
-        trace = model.last_trace
+        trace = model.last_stats
         assert trace is not None
         sizes, _ = mask_sizes(model.plan, g)
         assert sizes == trace.mask_entries
