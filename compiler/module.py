@@ -35,6 +35,7 @@ from runtime.masks import (
     prepared_edges,
     union_masks,
 )
+from runtime.operators import Operator
 
 #: Mask ops whose result is sorted row-major without repeats.
 _ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
@@ -267,7 +268,9 @@ class CompiledModule(nn.Module):
     def _apply(self, fn: Any, recurse: bool = True) -> CompiledModule:  # type: ignore[override]
         out = super()._apply(fn, recurse)
         if self.dtype not in (torch.float32, torch.float64):
-            raise MatlangError(f"a compiled module computes in float32 or float64, not {self.dtype}")
+            raise MatlangError(
+                f"a compiled module computes in float32 or float64, not {self.dtype}"
+            )
         return out
 
     # pickling: the lowered pointwise functions are closures; rebuilt from the plan on load
@@ -398,7 +401,7 @@ class CompiledModule(nn.Module):
 
     def _graph_constants(
         self, ctx: _Context
-    ) -> tuple[dict[int, Tensor], list[Any], dict[Any, sparse.Operator]]:
+    ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
         """The plan's graph constants on this batch (GraphBLAS), as the interpreter's registers;
         the (shape, bytes) of every constant register for the run statistics; the operators of
         the propagate steps whose matrix is a constant (CSR, built once, reused by forward and
@@ -406,10 +409,10 @@ class CompiledModule(nn.Module):
         edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
         graphs = graphs_of(ctx.batch, edges, weight)
         values, sizes = self._stage.run(graphs)
-        operators: dict[Any, sparse.Operator] = {}
+        operators: dict[Any, Operator] = {}
         for mask, vals, transpose in set(self._operators.values()):
             rowptr, col, w, symmetric = self._stage.operator(graphs, values, mask, vals, transpose)
-            operators[(mask, vals, transpose)] = sparse.Operator(
+            operators[(mask, vals, transpose)] = Operator(
                 torch.tensor(rowptr, device=ctx.device),  # copies: GraphBLAS's arrays
                 torch.tensor(col, device=ctx.device),  # may be read-only views
                 torch.tensor(w, device=ctx.device, dtype=ctx.dtype),

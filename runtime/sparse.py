@@ -138,114 +138,6 @@ def csr_matrix(rowptr: Tensor, col: Tensor, value: Tensor, size: tuple[int, int]
         return torch.sparse_csr_tensor(rowptr, col, value, size, check_invariants=False)
 
 
-# --------------------------------------------------------------------------- operators
-
-
-class Operator:
-    r"""A fixed sparse matrix ``W`` (CSR, built once per batch) applied to node signals with
-    autograd: forward ``W X``, backward ``Wᵀ G`` — ``W`` itself when symmetric, else its
-    transpose built once on the first backward and kept.
-
-    .. math::
-        \mathbf{out} = W X, \qquad \frac{\partial L}{\partial X} = W^\top G
-
-    Args:
-        rowptr, col, value: sorted CSR arrays (``value`` of the dtype to compute in).
-        n: rows and columns.
-        symmetric: ``W = Wᵀ`` (checked by the caller).
-        backend: ``"torch"`` (torch's CSR ``sparse.mm``/``mv``) or ``"torch_sparse"``
-            (a ``SparseTensor`` for several channels; it keeps its transpose permutation).
-
-    Shapes:
-        X: ``(n,)`` or ``(n, d)``; out: the same.
-    """
-
-    def __init__(
-        self,
-        rowptr: Tensor,
-        col: Tensor,
-        value: Tensor,
-        n: int,
-        *,
-        symmetric: bool,
-        backend: str = "torch",
-    ) -> None:
-        self.rowptr, self.col, self.value, self.n = rowptr, col, value, n
-        self.symmetric = symmetric
-        self.backend = resolve_backend(backend)
-        self._csr: Tensor | None = None
-        self._t: Operator | None = self if symmetric else None
-        self._ts: Any = None
-
-    @property
-    def csr(self) -> Tensor:
-        if self._csr is None:
-            self._csr = csr_matrix(self.rowptr, self.col, self.value, (self.n, self.n))
-        return self._csr
-
-    def t(self) -> Operator:
-        """``Wᵀ`` (``W`` when symmetric), built once."""
-        if self._t is None:
-            t = self.csr.t().to_sparse_csr() if self.n else self.csr
-            self._t = Operator(
-                t.crow_indices(), t.col_indices(), t.values(), self.n,
-                symmetric=False, backend=self.backend,
-            )
-            self._t._t = self
-        return self._t
-
-    def to(self, dtype: torch.dtype) -> Operator:
-        if self.value.dtype == dtype:
-            return self
-        return Operator(
-            self.rowptr, self.col, self.value.to(dtype), self.n,
-            symmetric=self.symmetric, backend=self.backend,
-        )
-
-    def _sparse_tensor(self) -> Any:
-        if self._ts is None:
-            # built once per batch: its transpose permutation (csr2csc), computed on the first
-            # backward, is kept with it
-            self._ts = _ts().SparseTensor(
-                rowptr=self.rowptr, col=self.col, value=self.value,
-                sparse_sizes=(self.n, self.n), is_sorted=True, trust_data=True,
-            )
-        return self._ts
-
-    def matmul(self, x: Tensor) -> Tensor:
-        """``W x`` with the gradient ``Wᵀ g`` in ``x``."""
-        if self.backend == "torch_sparse" and x.dim() == 2 and x.shape[1] > 1:
-            return self._sparse_tensor().matmul(x)
-        out = _Apply.apply(x, self)
-        assert isinstance(out, Tensor)
-        return out
-
-    def raw(self, x: Tensor) -> Tensor:
-        """``W x`` without autograd."""
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-            if x.dim() == 1:
-                return torch.mv(self.csr, x)
-            return torch.sparse.mm(self.csr, x)
-
-
-class _Apply(torch.autograd.Function):
-    """``W x`` for a fixed :class:`Operator`: the backward is one product with ``Wᵀ``."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, op: Operator) -> Tensor:  # type: ignore[override]
-        ctx.op = op
-        return op.raw(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None]:  # type: ignore[override]
-        if not ctx.needs_input_grad[0]:
-            return None, None
-        t = ctx.op.t()
-        out = _Apply.apply(grad.contiguous(), t) if torch.is_grad_enabled() else t.raw(grad)
-        return out, None
-
-
 # --------------------------------------------------------------------------- checks
 
 
@@ -857,7 +749,6 @@ def diag_of_product(
 
 __all__ = [
     "BACKENDS",
-    "Operator",
     "available_backends",
     "coalesce",
     "default_backend",

@@ -14,8 +14,8 @@ import torch
 from compiler.api import compile
 from matlang import parse_program
 from matlang.evaluator import evaluate_graph
-from runtime import sparse
 from runtime.batch import Batch
+from runtime.operators import Operator
 from tests.fixtures import GRAPHS, VALID, backends
 
 D = 3
@@ -108,7 +108,7 @@ def test_operator_backward_is_the_transpose(symmetric: bool) -> None:
         a = a + a.T
     dense = torch.tensor(a, dtype=torch.float64)
     csr = dense.to_sparse_csr()
-    op = sparse.Operator(
+    op = Operator(
         csr.crow_indices(), csr.col_indices(), csr.values(), 9, symmetric=symmetric
     )
     x = torch.randn(9, 5, dtype=torch.float64, requires_grad=True)
