@@ -23,9 +23,11 @@ threshold is 31·F₀.₉₅(16, 16) ≈ 72.34). Relabellings are drawn here wit
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -346,7 +348,8 @@ def table(rows: Sequence[BrecResult | dict[str, Any]], *, published: bool = True
             for k in CATEGORIES
         ]
         total = str(c["Total"]) if t["Total"] == 400 else f"{c['Total']}/{t['Total']}"
-        seconds = r.get("wall_seconds", r.get("seconds", 0.0))
+        # seconds: the pairs' compute time, summed over the pieces an --append run merged
+        seconds = r.get("seconds", r.get("wall_seconds", 0.0))
         lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {total} | {seconds:.0f} s |")
     if published:
         for name, row in PUBLISHED.items():
@@ -358,24 +361,111 @@ def table(rows: Sequence[BrecResult | dict[str, Any]], *, published: bool = True
 # --------------------------------------------------------------------------- matlang bench brec
 
 
+def parse_pairs(text: str | None) -> list[int] | None:
+    """``--pairs``: ``A:B`` (pairs A..B-1), single pairs ``K``, or several joined by commas
+    (``0:5,60:65,160:165``); None for all pairs."""
+    if not text:
+        return None
+    chosen: list[int] = []
+    for part in text.split(","):
+        try:
+            if ":" in part:
+                a, b = (int(v) for v in part.split(":"))
+                chosen.extend(range(a, b))
+            else:
+                chosen.append(int(part))
+        except ValueError:
+            raise MatlangError(
+                f"--pairs takes A:B (pairs A..B-1) or K, joined by commas; got {text!r}"
+            ) from None
+    if len(set(chosen)) != len(chosen):
+        raise MatlangError(f"--pairs names a pair twice: {text!r}")
+    return chosen
+
+
+def result_file(row: str) -> str:
+    """The result file of a row: ``brec-<row>.json`` (the bench is its own dataset)."""
+    return f"brec-{row}.json"
+
+
+def legacy_result_file(row: str) -> str:
+    """The name files had before (``brec-brec-<row>.json``), still read by ``--append``."""
+    return f"brec-brec-{row}.json"
+
+
+#: Keys of a record that describe one run rather than its pairs (kept under "earlier").
+_PROVENANCE = (
+    "pairs_run",
+    "seconds",
+    "command",
+    "wall_seconds",
+    "finished",
+    "versions",
+    "git_commit",
+)
+
+
+def merge_pairs(path: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` (a run on some pairs) with the pairs of ``old`` (the file at ``path``): per-pair
+    verdicts sorted by pair, counts over all of them, seconds summed, and the earlier runs'
+    provenance under ``"earlier"``. Same row and settings and no pair twice, or an error."""
+    for key in ("bench", "dataset", "model", "settings"):
+        if old.get(key) != new.get(key):
+            raise MatlangError(
+                f"--append: {path} was run with another {key} "
+                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "
+                "to replace it, or with --out to keep both"
+            )
+    rows = sorted(old["per_pair"] + new["per_pair"], key=lambda r: r["pair"])
+    counts = {c: 0 for c in CATEGORIES}
+    totals = {c: 0 for c in CATEGORIES}
+    for r in rows:
+        counts[r["category"]] += int(bool(r["separated"]))
+        totals[r["category"]] += 1
+    counts["Total"], totals["Total"] = sum(counts.values()), len(rows)
+    earlier = {k: old.get(k) for k in _PROVENANCE}
+    earlier["pairs_run"] = old.get("pairs_run", [r["pair"] for r in old["per_pair"]])
+    return {
+        **new,
+        "pairs": len(rows),
+        "separated": counts["Total"],
+        "counts": counts,
+        "run_per_category": totals,
+        "seconds": round(float(old.get("seconds", 0.0)) + float(new["seconds"]), 2),
+        "per_pair": rows,
+        "earlier": [earlier, *old.get("earlier", [])],
+    }
+
+
+def _read_earlier(args: argparse.Namespace, row: str) -> tuple[Path, dict[str, Any]]:
+    """The file ``--append`` adds pairs to (under its old name if only that exists)."""
+    folder = Path(args.out)
+    path = folder / result_file(row)
+    if not path.is_file() and (folder / legacy_result_file(row)).is_file():
+        path = folder / legacy_result_file(row)
+    if not path.is_file():
+        raise MatlangError(f"--append: there is no result file {folder / result_file(row)}")
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MatlangError(f"--append: cannot read {path}: {e}") from None
+    if not isinstance(old, dict) or not isinstance(old.get("per_pair"), list):
+        raise MatlangError(f"--append: {path} is not a result file of bench brec")
+    return path, old
+
+
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench brec``: one row of the BREC table, its result file and summary."""
     import sys
 
     from tqdm import tqdm
 
-    from benchmarks.records import ResultFile, result_name
+    from benchmarks.records import ResultFile
     from runtime import datasets
     from runtime.wl import normalize_test
 
     model = args.model
-    pairs = None
-    if args.pairs:
-        try:
-            a, b = (int(v) for v in args.pairs.split(":"))
-        except ValueError:
-            raise MatlangError(f"--pairs must be A:B (pairs A..B-1), got {args.pairs!r}") from None
-        pairs = list(range(a, b))
+    pairs = parse_pairs(args.pairs)
     trained = not (model.startswith("bank-") or model in ("1-wl", "3-wl"))
     # A bank's file names its size bound: rows of several bounds sit side by side.
     name: str
@@ -386,8 +476,22 @@ def bench(args: argparse.Namespace) -> int:
     else:
         name = model
         _setup_model(args, model)
-    out = ResultFile(args, result_name("brec", "brec", None, name), {}, [])
     data = datasets.load_brec()
+    earlier: tuple[Path, dict[str, Any]] | None = None
+    if getattr(args, "append", False):
+        if args.no_save:
+            raise MatlangError("--append adds pairs to a result file: it cannot go with --no-save")
+        earlier = _read_earlier(args, name)
+        done = sorted({int(r["pair"]) for r in earlier[1]["per_pair"]})
+        again = sorted(set(select_pairs(data, pairs)) & set(done))
+        if again:
+            raise MatlangError(
+                f"--append: {earlier[0]} already has pair(s) {again[:10]}; choose others with "
+                "--pairs"
+            )
+        # Checked above: the merged record replaces the file (under its current name).
+        args = argparse.Namespace(**{**vars(args), "append": False, "force": True})
+    out = ResultFile(args, result_file(name), {}, [])
 
     def progress(items: Any) -> Any:
         disable = True if args.no_progress else None
@@ -403,13 +507,25 @@ def bench(args: argparse.Namespace) -> int:
             res = rpc_rows(data, model, pairs, seed=args.seed, cfg=cfg, progress=progress)
         body = {**res.to_json(), "model": name}
         record = {"bench": "brec", "dataset": "brec", **body}
-        summary = {"model": name, "pairs": body["pairs"], "separated": body["separated"]}
-        summary |= body["counts"]
+        record["pairs_run"] = [o.pair for o in res.outcomes]
+        if earlier is not None:
+            record = merge_pairs(earlier[0], earlier[1], record)
+        summary = {"model": name, "pairs": record["pairs"], "separated": record["separated"]}
+        summary |= record["counts"]
         if trained:
-            summary["reliability_failures"] = reliability_failures(res)
+            summary["reliability_failures"] = sum(
+                1 for r in record["per_pair"] if r.get("reliable") is False
+            )
         return record, summary
 
-    return out.run(run)
+    status = out.run(run)
+    if earlier is not None and earlier[0].name != result_file(name) and status == 0:
+        print(
+            f"note: read the earlier pairs from {earlier[0]} (the old name); the merged file "
+            f"is {earlier[0].with_name(result_file(name))}",
+            file=sys.stderr,
+        )
+    return status
 
 
 def _setup_model(args: argparse.Namespace, model: str) -> None:

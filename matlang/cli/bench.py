@@ -101,9 +101,18 @@ def register(sub: Any) -> None:
         help="1-wl, 3-wl, bank-L1|bank-L2|bank-L3, or a reference model trained under RPC",
     )
     brec.add_argument("--max-size", type=int, default=10, help="banks: sentence size bound")
-    brec.add_argument("--pairs", metavar="A:B", help="only pairs A..B-1 (default all 400)")
+    brec.add_argument(
+        "--pairs",
+        metavar="A:B,...",
+        help="only these pairs: A:B is A..B-1, K one pair, joined by commas (default all 400)",
+    )
     brec.add_argument("--seed", type=int, default=0, help="RPC: seed of relabellings and weights")
     brec.add_argument("--epochs", type=int, default=20, help="RPC: epochs per pair (BREC: 20)")
+    brec.add_argument(
+        "--append",
+        action="store_true",
+        help="add these pairs to the row's result file already there (same settings, new pairs)",
+    )
     _output(brec)
     brec.set_defaults(func=_protocol("brec"))
 

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.paper import brec
 from matlang.cli import main
-from matlang.errors import DataError
+from matlang.errors import DataError, MatlangError
 from matlang.evaluator import evaluate_graph
 from matlang.parser import parse
 from runtime import datasets
@@ -170,3 +170,52 @@ def test_rpc_smoke_two_pairs(data: datasets.BrecData) -> None:
         assert np.isfinite(o.detail["t2"]) and np.isfinite(o.detail["t2_reliability"])
         assert o.detail["epochs"] <= 2
         assert o.separated == (o.detail["distinguished"] and o.detail["reliable"])
+
+
+def test_parse_pairs() -> None:
+    assert brec.parse_pairs(None) is None
+    assert brec.parse_pairs("0:3,60:62,300") == [0, 1, 2, 60, 61, 300]
+    with pytest.raises(MatlangError, match="A:B"):
+        brec.parse_pairs("0-3")
+    with pytest.raises(MatlangError, match="twice"):
+        brec.parse_pairs("0:3,2")
+
+
+@needs_brec
+def test_bench_brec_append_adds_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def wl(pairs: str, *extra: str) -> int:
+        base = ["bench", "brec", "--model", "3-wl", "--json", "--no-progress"]
+        return main([*base, "--pairs", pairs, "--out", str(tmp_path), *extra])
+
+    assert wl("0:2") == 0
+    path = tmp_path / "brec-3-wl.json"
+    assert wl("110,265", "--append") == 0
+    merged = json.loads(path.read_text())
+    assert [r["pair"] for r in merged["per_pair"]] == [0, 1, 110, 265]
+    assert merged["pairs"] == 4 and merged["pairs_run"] == [110, 265]
+    assert merged["earlier"][0]["pairs_run"] == [0, 1]
+    # 3-WL separates the basic pairs and CFI pair 265, not the strongly regular pair 110
+    assert merged["counts"]["Basic"] == 2 and merged["counts"]["Regular"] == 0
+    assert merged["counts"]["CFI"] == 1 and merged["run_per_category"]["Total"] == 4
+    capsys.readouterr()
+    assert wl("1:3", "--append") == 1
+    assert "already has pair(s) [1]" in capsys.readouterr().err
+    assert json.loads(path.read_text())["pairs"] == 4
+    # a file under the old name (brec-brec-<row>.json) still takes --append
+    path.rename(tmp_path / "brec-brec-3-wl.json")
+    assert wl("2", "--append") == 0
+    assert [r["pair"] for r in json.loads(path.read_text())["per_pair"]] == [0, 1, 2, 110, 265]
+    assert (tmp_path / "brec-brec-3-wl.json").is_file()  # never overwritten
+
+
+def test_merge_pairs_refuses_other_settings(tmp_path: Path) -> None:
+    old = {
+        "bench": "brec",
+        "dataset": "brec",
+        "model": "gin",
+        "settings": {"epochs": 20},
+        "per_pair": [],
+    }
+    new = {**old, "settings": {"epochs": 2}, "per_pair": [], "seconds": 1.0}
+    with pytest.raises(MatlangError, match="another settings"):
+        brec.merge_pairs(tmp_path / "f.json", old, new)

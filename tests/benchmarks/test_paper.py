@@ -615,7 +615,7 @@ def test_bench_brec_never_replaces_a_result_without_force(
         return main([*base, "--out", str(tmp_path), *extra])
 
     assert brec() == 0
-    path = tmp_path / "brec-brec-1-wl.json"
+    path = tmp_path / "brec-1-wl.json"
     first = path.read_bytes()
     capsys.readouterr()
     assert brec() == 1
