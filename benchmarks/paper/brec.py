@@ -312,9 +312,11 @@ def rpc_rows(
     outcomes = []
     for k in progress(chosen):
         i, j = data.pairs[k]
+        t0 = time.perf_counter()
         r = rpc_pair(
             model_name, data.graphs[i].adjacency, data.graphs[j].adjacency, seed * 100_003 + k, cfg
         )
+        r["seconds"] = round(time.perf_counter() - t0, 2)  # training and both tests
         outcomes.append(PairOutcome(k, data.category(k), r["distinguished"] and r["reliable"], r))
     settings = {"seed": seed, **cfg.__dict__}
     return BrecResult(model_name, outcomes, time.perf_counter() - start, settings)
