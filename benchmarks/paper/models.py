@@ -25,6 +25,16 @@ from runtime.batch import Batch, as_batch
 from runtime.preprocess import PreprocessCache
 
 COMPILED = ("compiled", "compiled-random")
+#: Models assembled from sentence layers (:class:`compiler.layers.model.SentenceGNN`).
+SENTENCE = ("sentence",)
+
+#: ``sentence`` per protocol: SentenceGNN settings (``options`` may replace them). The
+#: counting width gives ~30K parameters at 4 layers, the budget of the reference models.
+SENTENCE_CONFIG: dict[str, dict[str, Any]] = {
+    # batch norm: A ⊙ A³ has entries up to ~90 on these graphs and 4 stacked layers diverged
+    "count": {"hidden": 36, "layers": 4, "norm": "batch"},
+    "classify": {"hidden": 32, "layers": 3},
+}
 
 #: Per protocol, fields replaced in a reference model's named configuration so that it matches
 #: the authors' scripts (GNNML3's spectral supports; dv = bandwidth, nfreq = num_bands).
@@ -74,7 +84,7 @@ def reference_models() -> list[str]:
 
 
 def model_choices() -> list[str]:
-    return [*reference_models(), *COMPILED]
+    return [*reference_models(), *COMPILED, *SENTENCE]
 
 
 def compile_sentence(sentence: str, dtype: torch.dtype = torch.float32) -> nn.Module:
@@ -149,11 +159,20 @@ def make_model(
     ``count`` otherwise) with :data:`PROTOCOL_OVERRIDES`, and for ``protocol="iso"`` the
     :data:`ISO_DATASET_OVERRIDES` of ``dataset``, then ``options`` (fields such as
     ``{"layers": 5}``); ``compiled``/``compiled-random`` compile ``sentences`` (see
-    :class:`CompiledModel`; ``options`` do not apply to them).
+    :class:`CompiledModel`; ``options`` do not apply to them); ``sentence`` is a
+    :class:`~compiler.layers.model.SentenceGNN` with the L3 supports ``I, A, A ⊙ A², A ⊙ A³``
+    and :data:`SENTENCE_CONFIG` updated by ``options``.
     """
     from runtime.models import build_model, replace_fields, resolve_config
 
     key = name.lower()
+    if key in SENTENCE:
+        from compiler.layers.model import SentenceGNN
+
+        if task != "graph":
+            raise MatlangError(f"model {name!r} computes graph-level outputs only")
+        opts = {**SENTENCE_CONFIG.get(protocol, SENTENCE_CONFIG["classify"]), **(options or {})}
+        return SentenceGNN(in_dim, out_dim, **opts).to(dtype)
     if key in COMPILED:
         if not sentences:
             raise MatlangError(f"model {name!r} needs sentences to compile (give --sentence)")
@@ -180,14 +199,16 @@ def make_model(
 def describe_model(model: nn.Module) -> dict[str, Any]:
     """Class, trainable parameter count and configuration (JSON-ready)."""
     cfg = getattr(model, "config", None)
+    hparams = getattr(model, "hparams", None)  # SentenceGNN's settings
+    config = None
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        config = to_json(dataclasses.asdict(cfg))
+    elif isinstance(hparams, dict):
+        config = to_json(dict(hparams))
     return {
         "class": type(model).__name__,
         "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "config": (
-            to_json(dataclasses.asdict(cfg))
-            if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)
-            else None
-        ),
+        "config": config,
     }
 
 
@@ -220,6 +241,8 @@ __all__ = [
     "EVAL_BATCH",
     "ISO_DATASET_OVERRIDES",
     "PROTOCOL_OVERRIDES",
+    "SENTENCE",
+    "SENTENCE_CONFIG",
     "CompiledModel",
     "compile_sentence",
     "counting_features",

@@ -38,6 +38,11 @@ class SentenceGNN(nn.Module):
         product: the GNNML ``(X W_a) ⊙ (X W_b)`` term in every layer.
         graph_sentences: graph-level sentences whose values join the readout.
         dropout: dropout before the head's last layer.
+        norm: ``"batch"``: batch normalisation between each layer's sum and its ReLU (supports
+            such as ``A ⊙ A³`` have entries in the tens, and stacked layers multiply them;
+            the paper, Sec. 4: powers of ``A`` as supports "have to be normalized"). In
+            evaluation mode it is an affine map per channel, so what the layers can express
+            is unchanged.
 
     Shapes:
         - **input:** ``(x, edge_index, batch)`` or one data object
@@ -55,15 +60,29 @@ class SentenceGNN(nn.Module):
         product: bool = True,
         graph_sentences: Sequence[str] = (),
         dropout: float = 0.0,
+        norm: str | None = None,
     ) -> None:
         super().__init__()
         if layers < 1:
             raise MatlangError(f"layers must be positive, got {layers}")
+        if norm not in (None, "batch"):
+            raise MatlangError(f"norm is None or 'batch', got {norm!r}")
+        #: the constructor's settings (result files record them)
+        self.hparams: dict[str, Any] = {
+            "sentences": list(sentences),
+            "hidden": hidden,
+            "layers": layers,
+            "product": product,
+            "graph_sentences": list(graph_sentences),
+            "dropout": dropout,
+            "norm": norm,
+        }
         widths = [in_channels] + [hidden] * layers
         self.convs = nn.ModuleList(
-            SentenceConv(a, b, sentences, product=product, activation="relu")
+            SentenceConv(a, b, sentences, product=product, activation=None if norm else "relu")
             for a, b in zip(widths[:-1], widths[1:])
         )
+        self.norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(layers)) if norm else None
         self.readout = SentenceReadout(graph_sentences) if graph_sentences else None
         extra = self.readout.out_channels if self.readout is not None else 0
         self.head = nn.Sequential(
@@ -83,8 +102,10 @@ class SentenceGNN(nn.Module):
         num_graphs = int(batch.max()) + 1 if batch.numel() else 0
         pooled = []
         h = x
-        for conv in self.convs:
+        for i, conv in enumerate(self.convs):
             h = conv(h, edge_index, batch)
+            if self.norms is not None:
+                h = torch.relu(self.norms[i](h))
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
             r = self.readout(h, edge_index, batch)

@@ -208,3 +208,46 @@ def test_readout_gives_exact_graph_features_and_channel_readouts() -> None:
         np.testing.assert_allclose(r[k, 1:].numpy(), np.ones(len(a)) @ (a * (a @ a)) @ xg)
     with pytest.raises(MatlangError, match="SentenceConv"):
         SentenceReadout(["A 𝟏"])
+
+
+def test_sentence_gnn_batch_norm_is_affine_in_evaluation() -> None:
+    from compiler.layers.model import SentenceGNN
+
+    b = _batch()
+    x = _x(b, 3).float()
+    torch.manual_seed(0)
+    normed = SentenceGNN(3, 2, hidden=8, layers=2, norm="batch")
+    plain = SentenceGNN(3, 2, hidden=8, layers=2)
+    missing, unexpected = plain.load_state_dict(normed.state_dict(), strict=False)
+    assert not missing and all(k.startswith("norms.") for k in unexpected)
+    normed.eval()
+    for bn in normed.norms:  # fresh running statistics (mean 0, variance 1): the identity
+        bn.eps = 0.0
+    torch.testing.assert_close(normed(x, b.edge_index, b.batch), plain(x, b.edge_index, b.batch))
+    # in training, each layer's sum is standardised per channel over the batch's nodes
+    for bn in normed.norms:
+        bn.eps = 1e-5
+    normed.train()
+    seen = []
+    normed.norms[0].register_forward_hook(lambda m, i, o: seen.append(o.detach()))
+    normed(x * 1e3, b.edge_index, b.batch).sum().backward()
+    torch.testing.assert_close(seen[0].mean(0), torch.zeros(8), atol=1e-4, rtol=0)
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in normed.parameters())
+    with pytest.raises(MatlangError, match="norm"):
+        SentenceGNN(3, 2, norm="layer")
+
+
+def test_bench_model_sentence_is_a_sentence_gnn_of_the_counting_budget() -> None:
+    from benchmarks.paper.models import describe_model, make_model
+
+    net = make_model("sentence", 2, 1, protocol="count", options={"layers": 5})
+    info = describe_model(net)
+    assert info["class"] == "SentenceGNN" and info["config"]["layers"] == 5
+    assert info["config"]["sentences"] == ["I", "A", "A ⊙ A²", "A ⊙ A³"]
+    four = describe_model(make_model("sentence", 2, 1, protocol="count"))
+    assert 25_000 <= four["parameters"] <= 35_000  # the reference models' ~30K
+    from benchmarks.paper.models import counting_features
+
+    graphs = counting_features([named(g) for g in GRAPHS])
+    out = net(Batch.from_graphs(graphs, dtype=torch.float32))
+    assert out.shape == (len(GRAPHS), 1) and torch.isfinite(out).all()
