@@ -22,7 +22,7 @@ import numpy as np
 
 from matlang import ast, limits
 from matlang.errors import EvaluationError, GraphError
-from matlang.functions import numeric, polynomial_degree
+from matlang.functions import exact_degree, numeric
 from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
@@ -33,9 +33,10 @@ _MAX_EXACT_BITS = limits.MAX_DIGITS / math.log10(2)
 
 @lru_cache(maxsize=512)
 def _lowered(formula: Any, symbols: tuple[Any, ...], exact: bool) -> tuple[Any, int | None]:
-    """The lowering of a formula and its polynomial degree (memoised: sympy is slow and the
-    same function is applied on every graph)."""
-    degree = polynomial_degree(formula, symbols)
+    """The lowering of a formula and its degree when it is exactly computable (a polynomial, or
+    with Mod: :func:`matlang.functions.exact_degree`; memoised: sympy is slow and the same
+    function is applied on every graph)."""
+    degree = exact_degree(formula, symbols)
     backend = "exact" if exact and degree is not None else "numpy"
     return numeric(formula, symbols, backend), degree
 

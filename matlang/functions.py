@@ -109,9 +109,42 @@ def polynomial_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | N
     return int(poly.total_degree())
 
 
+def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
+    """A bound on the growth of exact values through the formula (None when it is not exactly
+    computable): the total degree of a polynomial with rational coefficients, and for formulas
+    with ``Mod`` (by a constant), the degree with each ``Mod(...)`` counted as a parameter (its
+    value is below the modulus) and at least that of the polynomial inside."""
+    import sympy as sp
+
+    if not formula.has(sp.Mod):
+        return polynomial_degree(formula, symbols)
+
+    def bound(e: sp.Expr) -> int | None:
+        if not e.free_symbols:
+            return 0 if e.is_Rational else None
+        if e.is_Symbol:
+            return 1
+        if isinstance(e, sp.Mod):
+            inner = bound(e.args[0])
+            return None if inner is None or not e.args[1].is_Rational else max(inner, 1)
+        parts = [bound(a) for a in e.args]
+        if any(b is None for b in parts):
+            return None
+        if e.is_Add:
+            return max(b for b in parts if b is not None)
+        if e.is_Mul:
+            return sum(b for b in parts if b is not None)
+        if e.is_Pow and e.args[1].is_Integer and int(e.args[1]) >= 0:
+            return (parts[0] or 0) * int(e.args[1])
+        return None
+
+    return bound(formula)
+
+
 # --------------------------------------------------------------------------- built-ins
 
 _BINOM_K = "binom(x, k) needs k to be a literal integer k >= 0, as in binom(deg, 3)"
+_MOD_M = "Mod(x, m) needs a constant non-zero modulus m, as in Mod(x^2 + 3*x, 101)"
 
 #: The built-in functions: parameters and the formula's text (sympy syntax, parsed on first use).
 _BUILTINS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -159,7 +192,7 @@ RESERVED = frozenset({"tr", "diag", "let", "input", "ones", "A", "I", "deg", "L"
 
 
 #: Names a formula may call: the built-ins by their matlang names, and sympy's spellings.
-_FORMULA_CALL_NAMES = frozenset({*_BUILTINS, "Abs", "Max", "Min", "binomial"})
+_FORMULA_CALL_NAMES = frozenset({*_BUILTINS, "Abs", "Max", "Min", "binomial", "Mod"})
 _FORMULA_CONSTANT_NAMES = frozenset({"E", "pi"})
 
 
@@ -184,6 +217,7 @@ def _lowerable() -> tuple[type, ...]:
         sp.Max,
         sp.Min,
         sp.binomial,
+        sp.Mod,
     )
 
 
@@ -199,6 +233,7 @@ def _formula_namespace() -> tuple[dict[str, Any], dict[str, Any]]:
         "Max": sp.Max,
         "Min": sp.Min,
         "binomial": sp.binomial,
+        "Mod": sp.Mod,
     }
     local = {**calls, "E": sp.E, "pi": sp.pi}
     parse_globals: dict[str, Any] = {
@@ -240,6 +275,11 @@ def unsupported(formula: sp.Expr, *, call_site: bool = True) -> str | None:
             if k.is_Number and abs(k) > _MAX_CONSTANT_EXPONENT:
                 # binom(x, k) expands to a polynomial of degree k
                 return f"binom(x, k) needs k <= {_MAX_CONSTANT_EXPONENT}"
+            continue
+        if isinstance(node, sp.Mod):
+            m = node.args[1]
+            if not (m.is_Rational and m != 0):
+                return _MOD_M
             continue
         if node.is_Pow and node.args[1].is_Number and abs(node.args[1]) > _MAX_CONSTANT_EXPONENT:
             return f"an exponent must be at most {_MAX_CONSTANT_EXPONENT} (got {node.args[1]})"
@@ -533,6 +573,15 @@ class _Lowering:
             scale = self.const(sp.Rational(1, math.factorial(kk)))
             return lambda xs: _falling(x(xs), kk) * scale
         parts = [self(a) for a in e.args]
+        if isinstance(e, sp.Mod):
+            # x mod m with the sign of m, as Python's % (exact ints and Fractions), np.mod and
+            # torch.remainder all define it
+            x, m = parts
+            if self.backend == "torch":
+                return lambda xs: lib.remainder(x(xs), m(xs))
+            if self.backend == "numpy":
+                return lambda xs: lib.mod(x(xs), m(xs))
+            return lambda xs: x(xs) % m(xs)
         if e.is_Add:
             return _fold(operator.add, parts)
         if e.is_Mul:

@@ -5,7 +5,9 @@ Three kinds of rows, all counted per category (Basic 60, Regular 140, Extension 
 - ``1-wl`` / ``3-wl``: the tests themselves (:mod:`runtime.wl`), a pair counting when the stable
   colour histograms of its two graphs differ.
 - ``bank-L1|L2|L3``: the sentence banks of :mod:`matlang.bank` — a pair counts when some sentence
-  up to the size bound takes different values (exact, no training, a certified lower bound).
+  up to the size bound takes different values (exact, no training, a certified lower bound);
+  ``bank-L3 --rounds R``: the refinement sentences of :mod:`matlang.refinement` (L3+ sentences
+  running up to R rounds of a hashed 2-FWL), exact and certified the same way.
 - every reference model, under BREC's Reliable Paired Comparison (RPC, paper §4): a fresh model
   per pair is trained siamese-style on 32 random relabellings of each graph to push the two
   graphs' outputs apart (cosine embedding loss, target −1), then Hotelling's T² statistic of the
@@ -193,6 +195,41 @@ def bank_rows(
         outcomes.append(PairOutcome(k, data.category(k), w is not None, detail))
     settings = {"fragment": fragment.upper(), "max_size": max_size, "multiset": multiset}
     return BrecResult(f"bank-{fragment.upper()}", outcomes, time.perf_counter() - start, settings)
+
+
+def refinement_rows(
+    data: Any, max_rounds: int, pairs: Sequence[int] | None = None, progress: Progress = _identity
+) -> BrecResult:
+    """The refinement sentences of L3+ (:mod:`matlang.refinement`: up to ``max_rounds`` rounds
+    of a hashed 2-FWL written in the language) on the chosen pairs, with witnesses."""
+    from matlang import refinement
+
+    chosen = select_pairs(data, pairs)
+    start = time.perf_counter()
+    outcomes = []
+    for k in progress(chosen):
+        i, j = data.pairs[k]
+        r = refinement.search_pair(data.graphs[i].adjacency, data.graphs[j].adjacency, max_rounds)
+        detail: dict[str, Any] = {"rounds_run": r.rounds_run, "stable": r.stable}
+        detail["values_per_round"] = r.colours
+        if r.separation is not None:
+            t, power = r.separation
+            detail |= {
+                "round": t,
+                "power": power,
+                "values": list(r.values),
+                "witness": refinement.witness_program(t, power),
+            }
+        outcomes.append(PairOutcome(k, data.category(k), r.separation is not None, detail))
+    settings = {
+        "fragment": "L3+",
+        "family": "refinement",
+        "rounds": max_rounds,
+        "modulus": refinement.MODULUS,
+        "degree": refinement.DEGREE,
+        "seed": refinement.SEED,
+    }
+    return BrecResult("bank-L3", outcomes, time.perf_counter() - start, settings)
 
 
 # --------------------------------------------------------------------------- RPC
@@ -473,6 +510,10 @@ def bench(args: argparse.Namespace) -> int:
     name: str
     if model in ("1-wl", "3-wl"):
         name = normalize_test(model)
+    elif model.startswith("bank-") and args.rounds is not None:
+        if model[5:].upper() != "L3":
+            raise MatlangError("--rounds (refinement sentences) is for --model bank-L3 only")
+        name = f"bank-L3-r{args.rounds}"
     elif model.startswith("bank-"):
         name = f"bank-{model[5:].upper()}-k{args.max_size}"
     else:
@@ -502,6 +543,8 @@ def bench(args: argparse.Namespace) -> int:
     def run(save: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if model in ("1-wl", "3-wl"):
             res = wl_rows(data, model, pairs, progress=progress)
+        elif model.startswith("bank-") and args.rounds is not None:
+            res = refinement_rows(data, args.rounds, pairs, progress=progress)
         elif model.startswith("bank-"):
             res = bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
         else:

@@ -39,8 +39,14 @@ def register(sub: Any) -> None:
         "some sentence separates, with the smallest witness per pair.",
     )
     p.add_argument("--fragment", required=True, type=str.upper, choices=("L1", "L2", "L3"))
-    p.add_argument(
-        "--max-size", required=True, type=int, metavar="K", help="AST nodes per sentence"
+    family = p.add_mutually_exclusive_group(required=True)
+    family.add_argument("--max-size", type=int, metavar="K", help="AST nodes per sentence")
+    family.add_argument(
+        "--rounds",
+        type=int,
+        metavar="R",
+        help="L3 only: the refinement sentences of L3+ (up to R rounds of a hashed 2-FWL "
+        "written in the language) instead of all sentences up to a size",
     )
     p.add_argument(
         "--pairs",
@@ -94,10 +100,17 @@ def _pair_source(name: str) -> tuple[list[Any], list[tuple[int, int]], list[str]
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_size < 1:
+    if args.rounds is not None:
+        if args.fragment != "L3":
+            raise MatlangError("--rounds (refinement sentences) is for --fragment L3 only")
+        if args.rounds < 0:
+            raise MatlangError(f"--rounds must be at least 0, got {args.rounds}")
+    elif args.max_size < 1:
         raise MatlangError(f"--max-size must be at least 1, got {args.max_size}")
     start = time.perf_counter()
-    if args.pairs in GRAPH_SETS:
+    if args.rounds is not None:
+        out = _refinement(args)
+    elif args.pairs in GRAPH_SETS:
         out = _graph_set(args)
     else:
         out = _pair_set(args)
@@ -154,14 +167,67 @@ def _pair_set(args: argparse.Namespace) -> dict[str, Any]:
         "truncated": sum(1 for r in per_pair if "complete_size" in r),
     }
     if cats is not None:
-        by_cat: dict[str, list[int]] = {}
-        for r in per_pair:
-            got = by_cat.setdefault(r["category"], [0, 0])
-            got[0] += int(r["separated"])
-            got[1] += 1
-        out["categories"] = {c: {"separated": a, "pairs": b} for c, (a, b) in by_cat.items()}
+        out["categories"] = _by_category(per_pair)
     out["per_pair"] = per_pair
     return out
+
+
+def _refinement(args: argparse.Namespace) -> dict[str, Any]:
+    from matlang import refinement
+    from runtime import datasets
+
+    out: dict[str, Any] = {
+        "fragment": "L3+",
+        "rounds": args.rounds,
+        "modulus": refinement.MODULUS,
+        "set": args.pairs,
+    }
+    if args.pairs in GRAPH_SETS:
+        graphs = datasets.load_sr25() if args.pairs == "sr25" else datasets.load_graph8c()
+        sig = refinement.signatures([g.adjacency for g in graphs], args.rounds)
+        total = len(graphs) * (len(graphs) - 1) // 2
+        undistinguished = sum(c * (c - 1) // 2 for c in Counter(sig).values())
+        return out | {
+            "graphs": len(graphs),
+            "pairs": total,
+            "separated": total - undistinguished,
+            "undistinguished": undistinguished,
+        }
+    graphs, pairs, cats = _pair_source(args.pairs)
+    if args.limit is not None:
+        pairs = pairs[: args.limit]
+        cats = None if cats is None else cats[: args.limit]
+    per_pair = []
+    for k in _progress(args, f"refinement ≤ {args.rounds} rounds")(range(len(pairs))):
+        i, j = pairs[k]
+        r = refinement.search_pair(graphs[i].adjacency, graphs[j].adjacency, args.rounds)
+        row: dict[str, Any] = {"pair": k, "separated": r.separation is not None}
+        if cats is not None:
+            row["category"] = cats[k]
+        if r.separation is not None:
+            t, power = r.separation
+            row |= {
+                "round": t,
+                "power": power,
+                "values": list(r.values),
+                "witness": refinement.witness_program(t, power),
+                "graphs": [_g6(graphs[i]), _g6(graphs[j])],
+            }
+        per_pair.append(row)
+    out |= {"pairs": len(per_pair), "separated": sum(r["separated"] for r in per_pair)}
+    if cats is not None:
+        out["categories"] = _by_category(per_pair)
+    out["per_pair"] = per_pair
+    return out
+
+
+def _by_category(per_pair: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    by_cat: dict[str, list[int]] = {}
+    for r in per_pair:
+        got = by_cat.setdefault(r["category"], [0, 0])
+        got[0] += int(r["separated"])
+        got[1] += 1
+    return {c: {"separated": a, "pairs": b} for c, (a, b) in by_cat.items()}
 
 
 def _g6(g: Any) -> str:
@@ -194,6 +260,9 @@ def _graph_set(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print(out: dict[str, Any]) -> None:
+    if "rounds" in out:
+        _print_refinement(out)
+        return
     head = (
         f"bank {out['fragment']} (sentences of size ≤ {out['max_size']}, {out['sentences']} "
         f"distinct on random graphs{', multiset readouts' if out['multiset'] else ''}) on "
@@ -209,3 +278,22 @@ def _print(out: dict[str, Any]) -> None:
         print(f"  pair {r['pair']}: {r['witness']}   (size {r['size']}, {r['readout']})")
     if len(rows) > _SHOW:
         print(f"  ... and {len(rows) - _SHOW} more (--json lists them all)")
+
+
+def _print_refinement(out: dict[str, Any]) -> None:
+    print(
+        f"refinement sentences of L3+ (up to {out['rounds']} rounds of hashed 2-FWL, mod "
+        f"{out['modulus']}) on {out['set']}: {out['separated']}/{out['pairs']} pairs separated "
+        f"in {out['seconds']} s"
+    )
+    for cat, c in out.get("categories", {}).items():
+        print(f"  {cat}: {c['separated']}/{c['pairs']}")
+    rows = [r for r in out.get("per_pair", []) if r["separated"]]
+    for r in rows[:_SHOW]:
+        print(f"  pair {r['pair']}: round {r['round']}, power {r['power']}: {r['values']}")
+    if rows:
+        print(f"  the witness of pair {rows[0]['pair']} (matlang eval it on the two graphs):")
+        for line in rows[0]["witness"].splitlines():
+            print(f"    {line}")
+    if len(rows) > _SHOW:
+        print(f"  ... and {len(rows) - _SHOW} more (--json lists them all with their witnesses)")

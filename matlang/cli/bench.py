@@ -102,6 +102,13 @@ def register(sub: Any) -> None:
     )
     brec.add_argument("--max-size", type=int, default=10, help="banks: sentence size bound")
     brec.add_argument(
+        "--rounds",
+        type=int,
+        metavar="R",
+        help="bank-L3: the refinement sentences (up to R rounds of hashed 2-FWL in L3+) "
+        "instead of all sentences up to --max-size",
+    )
+    brec.add_argument(
         "--pairs",
         metavar="A:B,...",
         help="only these pairs: A:B is A..B-1, K one pair, joined by commas (default all 400)",

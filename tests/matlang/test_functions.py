@@ -234,3 +234,30 @@ def test_unsupported() -> None:
     assert unsupported_call(binom, {1: Fraction(3)}) is None
     assert unsupported_call(binom, {1: Fraction(5, 2)}) is not None
     assert unsupported_call(binom, {}) is not None
+
+
+def test_mod_formulas_are_exact_in_every_backend() -> None:
+    """``Mod(x, m)`` (a constant modulus): exact Python ints in the exact evaluator, np.mod and
+    torch.remainder elsewhere, all with the sign of m as Python's %."""
+    from matlang.functions import exact_degree
+
+    fn = define("h", ["x"], "Mod(3*x^3 + x + 5, 7)")
+    (x,) = fn.symbols
+    assert polynomial_degree(fn.formula, [x]) is None and exact_degree(fn.formula, [x]) == 3
+    xs = np.array([-4, -1, 0, 1, 2, 10, 2**40], dtype=object)
+    want = [(3 * v**3 + v + 5) % 7 for v in xs]
+    assert list(numeric(fn.formula, [x], "exact")(xs)) == want
+    assert list(numeric(fn.formula, [x], "numpy")(xs[:-1].astype(float))) == want[:-1]
+    got = numeric(fn.formula, [x], "torch")(torch.tensor(xs[:-1].astype(float)))
+    assert got.tolist() == want[:-1]
+    # the evaluator keeps such values exact (int64, not float64), past 2^53 too
+    v = evaluate(parse("let h(x) = Mod(x^3, 1000003)\n𝟏ᵀ h(4194304 A) 𝟏"), 1 - np.eye(2))
+    assert int(v) == 2 * pow(4194304, 3, 1000003) and not isinstance(v, float)
+    assert exact_degree(define("q", ["x"], "Mod(exp(x), 3)").formula, [x]) is None
+
+
+def test_mod_needs_a_constant_modulus() -> None:
+    with pytest.raises(FunctionError, match="constant non-zero modulus"):
+        define("h", ["x", "m"], "Mod(x, m)")
+    with pytest.raises(FunctionError, match="constant non-zero modulus|cannot read"):
+        define("h", ["x"], "Mod(x, 0)")
