@@ -88,10 +88,15 @@ def sentence_variant(sentences: Sequence[str]) -> str:
     return f"sentence-{digest}"
 
 
-def variant(limit: int | None = None, sentences: Sequence[str] = ()) -> str | None:
+def variant(
+    limit: int | None = None, sentences: Sequence[str] = (), tags: Sequence[str] = ()
+) -> str | None:
     """The file-name variant of a run that is not the protocol's full run: a limit on the
-    graphs, or sentences of its own (``None`` for the full run)."""
-    parts = ([f"limit{limit}"] if limit else []) + (
-        [sentence_variant(sentences)] if sentences else []
+    graphs, sentences of its own, or other ``tags`` (a precision, an ablation's settings);
+    ``None`` for the full run."""
+    parts = (
+        ([f"limit{limit}"] if limit else [])
+        + ([sentence_variant(sentences)] if sentences else [])
+        + list(tags)
     )
     return ".".join(parts) or None

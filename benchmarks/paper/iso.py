@@ -6,6 +6,7 @@ outputs is below ``tol`` (1e-3) for every seed. ``matlang bench iso`` runs :func
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,14 @@ from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
 from runtime.preprocess import PreprocessCache
+
+#: ``config.dtype`` of a result file, per ``--dtype`` (the float64 text is the one files had
+#: before the option existed, so they still take ``--append``).
+DTYPE_NOTES = {
+    "float64": "float64 (float32 rounding of large outputs exceeds tol)",
+    "float32": "float32 (the authors' precision); every seed is also run with the same "
+    "weights in float64 (same_weights_in_float64)",
+}
 
 #: Sentences the ``compiled`` model reads out in the isomorphism test: walks and closed walks
 #: (L1, L2) and Hadamard products with A (L3), the operations the paper's Remarks 1–4 name.
@@ -107,6 +116,8 @@ class IsoResult:
     remaining: list[int]
     seconds: float
     model: dict[str, Any]
+    #: with ``reference_dtype``: the same weights in that precision (see :func:`iso_test`)
+    reference: dict[str, Any] | None = None
 
 
 def iso_test(
@@ -122,6 +133,7 @@ def iso_test(
     first_seed: int = 0,
     dtype: torch.dtype = torch.float64,
     dataset: str | None = None,
+    reference_dtype: torch.dtype | None = None,
 ) -> IsoResult:
     """Table 1's protocol: which pairs stay within ``tol`` (L1) over ``seeds`` random models.
 
@@ -131,6 +143,12 @@ def iso_test(
     ``dataset`` (``graph8c``, ``sr25``, ``exp``) selects :data:`ISO_DATASET_OVERRIDES`.
     The models run in float64 by default: in float32 the rounding of large outputs (GNNML3
     reaches ~1e5 on sr25) exceeds ``tol`` and would "distinguish" 3-WL-equivalent graphs.
+
+    ``reference_dtype`` also runs every seed's model with the same weights cast to that
+    precision (``copy.deepcopy(net).to(reference_dtype)``), keeps its own undistinguished
+    pairs, and measures the rounding: the largest L1 distance between a graph's outputs in the
+    two precisions, and the largest output. :attr:`IsoResult.reference` holds the counts (only
+    in ``dtype``, only in the reference, in both) and those measures.
     """
     start = time.perf_counter()
     feats = degree_features(graphs)
@@ -147,6 +165,11 @@ def iso_test(
     active = np.arange(n) if candidates is None else np.unique(candidates)
     batches = _batches([feats[i] for i in active], size, dtype)
     emb = np.zeros((n, 10))
+    ref: dict[str, Any] | None = None
+    if reference_dtype is not None:
+        # the reference embeds every graph each seed (its candidates shrink on their own)
+        ref_batches = _batches(feats, size, reference_dtype)
+        ref = {"candidates": None, "rounding_l1": [], "largest_output": [], "remaining": []}
     bar = tqdm(range(first_seed, first_seed + seeds), desc=f"iso {model}", disable=not progress)
     for seed in bar:
         seed_everything(seed)
@@ -168,13 +191,44 @@ def iso_test(
         emb[active] = embed_graphs(net, batches) if active.size else 0.0
         if not np.isfinite(emb).all():
             raise MatlangError(f"model {model!r} produced non-finite outputs (seed {seed})")
+        if ref is not None:
+            assert reference_dtype is not None
+            emb_ref = embed_graphs(copy.deepcopy(net).to(reference_dtype), ref_batches)
+            ref["rounding_l1"].append(float(np.abs(emb_ref[active] - emb[active]).sum(1).max()))
+            ref["largest_output"].append(float(np.abs(emb_ref).max()))
+            ref["candidates"] = (
+                close_pairs(emb_ref, tol)
+                if ref["candidates"] is None
+                else still_close(emb_ref, ref["candidates"], tol)
+            )
+            ref["remaining"].append(int(len(ref["candidates"])))
         candidates = (
             close_pairs(emb, tol) if candidates is None else still_close(emb, candidates, tol)
         )
         remaining.append(int(len(candidates)))
         bar.set_postfix(undistinguished=remaining[-1])
     und = candidates if candidates is not None else np.zeros((0, 2), dtype=np.int64)
-    return IsoResult(total, und, remaining, time.perf_counter() - start, info)
+    reference = None if ref is None else _compare(und, ref, reference_dtype)
+    return IsoResult(total, und, remaining, time.perf_counter() - start, info, reference)
+
+
+def _compare(und: np.ndarray, ref: dict[str, Any], dtype: torch.dtype | None) -> dict[str, Any]:
+    """The undistinguished pairs of two precisions compared, and the rounding measured."""
+    other = ref["candidates"]
+    other = np.zeros((0, 2), dtype=np.int64) if other is None else other
+    mine = {tuple(p) for p in und.tolist()}
+    theirs = {tuple(p) for p in other.tolist()}
+    return {
+        "dtype": str(dtype).removeprefix("torch."),
+        "undistinguished": len(theirs),
+        "undistinguished_after_seed": ref["remaining"],
+        "only_this_dtype": len(mine - theirs),
+        "only_reference": len(theirs - mine),
+        "both": len(mine & theirs),
+        "max_rounding_l1": max(ref["rounding_l1"], default=0.0),
+        "median_rounding_l1": float(np.median(ref["rounding_l1"])) if ref["rounding_l1"] else 0.0,
+        "max_output": max(ref["largest_output"], default=0.0),
+    }
 
 
 # --------------------------------------------------------------------------- matlang bench iso
@@ -196,9 +250,11 @@ def bench(args: argparse.Namespace) -> int:
         "pairs": "all pairs" if args.dataset != "exp" else "(2k, 2k+1)",
         "sentences": list(ISO_SENTENCES) if args.model.startswith("compiled") else None,
         "limit": args.limit,
-        "dtype": "float64 (float32 rounding of large outputs exceeds tol)",
+        "dtype": DTYPE_NOTES[args.dtype],
     }
-    name = result_name("iso", args.dataset, None, args.model, variant(args.limit))
+    # float64 is the protocol's own file; float32 (the authors' precision) is a variant
+    tags = [args.dtype] if args.dtype != "float64" else []
+    name = result_name("iso", args.dataset, None, args.model, variant(args.limit, tags=tags))
     out = ResultFile(args, name, config, seeds)
     pairs = None
     if args.dataset == "graph8c":
@@ -223,6 +279,9 @@ def bench(args: argparse.Namespace) -> int:
             tol=args.tol,
             progress=not args.no_progress,
             dataset=args.dataset,
+            dtype=getattr(torch, args.dtype),
+            # a float32 run measures itself against the same weights in float64
+            reference_dtype=torch.float64 if args.dtype == "float32" else None,
         )
         und = res.undistinguished
         examples = [[graphs[i].label(), graphs[j].label()] for i, j in und[:20].tolist()]
@@ -240,6 +299,9 @@ def bench(args: argparse.Namespace) -> int:
             "undistinguished_examples": examples,
         }
         summary = {"pairs": res.pairs, "undistinguished": int(len(und)), "seeds": len(seeds)}
+        if res.reference is not None:
+            record["same_weights_in_float64"] = res.reference
+            summary["undistinguished_same_weights_float64"] = res.reference["undistinguished"]
         return record, summary
 
     return out.run(run)

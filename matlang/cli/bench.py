@@ -35,6 +35,13 @@ def register(sub: Any) -> None:
     iso.add_argument("--dataset", choices=ISO_DATASETS, required=True)
     _common(iso, seeds=100)
     iso.add_argument("--tol", type=float, default=1e-3, help="L1 threshold (paper: 1e-3)")
+    iso.add_argument(
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="precision of the models (default float64; float32 as the authors ran them, "
+        "written to the .float32 variant with the same weights' float64 counts beside)",
+    )
     iso.add_argument("--limit", type=_positive, help="only the first N graphs (pairs, for EXP)")
     iso.set_defaults(func=_protocol("iso"))
 
