@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -64,6 +64,9 @@ COUNT_LABELS: dict[str, str] = {
 
 #: How the training loss reduces a batch (both protocols; the authors' ``counting.py`` too).
 LOSS = "sum of squared errors over each batch of graphs (one Adam step per batch)"
+#: ``--loss mean`` (an ablation): the batch's mean instead of its sum.
+LOSS_MEAN = "mean of squared errors over each batch of graphs (one Adam step per batch)"
+LOSSES = {"sum": LOSS, "mean": LOSS_MEAN}
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,7 @@ def count_test(
     on_seed: Callable[[CountResult], None] | None = None,
     conv_layers: int | None = None,
     group: Group | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> CountResult:
     """Table 2's protocol: train on the train split, select on validation MSE, test MSE.
 
@@ -202,7 +206,8 @@ def count_test(
     compiles the task's sentence with its head at ``1/scale`` (exact at initialisation).
     ``on_seed`` gets the result of the seeds finished so far, after each one;
     ``conv_layers`` replaces the reference models' layer count (the ``count`` configuration's
-    4).
+    4); ``options`` replace other fields of the model's configuration (``learn_supports``,
+    ``num_bands``, ``receptive_field`` … :func:`~runtime.models.replace_fields`).
     """
     check_limit(limit)
     targets = count_targets(data, task, sentence, progress=progress)
@@ -229,7 +234,11 @@ def count_test(
             sentences=[targets.sentence],
             head_weight=head,
             cache=cache,
-            options=None if conv_layers is None else {"layers": conv_layers},
+            options={
+                **(options or {}),
+                **({} if conv_layers is None else {"layers": conv_layers}),
+            }
+            or None,
         ),
         tr,
         va,
@@ -241,6 +250,64 @@ def count_test(
         group=group,
     )
     return result(runs, info)
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--set``: the value as a bool (true/false), int, float or text."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise MatlangError(
+            f"--set takes KEY=VALUE (a model option such as num_bands=5), got {text!r}"
+        )
+    raw = raw.strip()
+    value: Any
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+    return key, value
+
+
+def model_options(texts: Sequence[str] | None, model: str) -> dict[str, Any]:
+    """The ``--set`` options of ``model``, checked against its configuration (an unknown
+    option is an error naming the known ones; ``layers`` has its own ``--layers``)."""
+    from benchmarks.paper.models import COMPILED
+
+    options = dict(parse_option(t) for t in texts or ())
+    if not options:
+        return {}
+    if "layers" in options:
+        raise MatlangError("--set layers=N: use --layers N")
+    if model in COMPILED:
+        raise MatlangError(f"--set changes a reference model's configuration, not {model!r}")
+    make_model(model, 2, 1, protocol="count", options=options)  # raises on a bad option
+    return options
+
+
+def variant_tags(
+    protocol: CountProtocol,
+    layers: int,
+    reduction: str,
+    options: Mapping[str, Any],
+    tag: str | None,
+) -> list[str]:
+    """File-name tags of a run whose model or loss is not the protocol's (``mean``,
+    ``layers5``, ``num_bands-5`` …), then ``--variant``'s own tag (epochs, batch size…)."""
+    tags = ["mean"] if reduction == "mean" else []
+    tags += [f"layers{layers}"] if layers != protocol.conv_layers else []
+    tags += [f"{k}-{str(v).lower()}" for k, v in sorted(options.items())]
+    if tag is not None:
+        if not tag or not all(c.isalnum() or c in "-_" for c in tag):
+            raise MatlangError(f"--variant takes letters, digits, - and _, got {tag!r}")
+        tags.append(tag)
+    return tags
 
 
 def _in_group(group: Group, **kwargs: Any) -> Any:
@@ -265,6 +332,10 @@ def bench(args: argparse.Namespace) -> int:
             setattr(args, key, getattr(protocol, key))
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)
+    layers = protocol.conv_layers if args.layers is None else args.layers
+    reduction = args.loss
+    options = model_options(args.set, args.model)
+    train = replace(train_config(args), reduction=reduction)
     config = {
         "protocol": protocol.description,
         "node_features": "[1, degree / max degree]",
@@ -273,11 +344,17 @@ def bench(args: argparse.Namespace) -> int:
         # recorded only when data-parallel, so earlier files still take --append
         **({"nproc": args.nproc} if getattr(args, "nproc", 1) > 1 else {}),
         "count_protocol": protocol.name,
-        "conv_layers": protocol.conv_layers,
-        "loss": LOSS,
+        "conv_layers": layers,
+        "loss": LOSSES[reduction],
+        # recorded only when given, so earlier files still take --append
+        **({"model_options": options} if options else {}),
+        **({"variant": args.variant} if args.variant else {}),
     }
     sentences = [args.sentence] if args.sentence else []
-    name = result_name("count", args.dataset, args.task, args.model, variant(args.limit, sentences))
+    tags = variant_tags(protocol, layers, reduction, options, args.variant)
+    name = result_name(
+        "count", args.dataset, args.task, args.model, variant(args.limit, sentences, tags)
+    )
     out = ResultFile(args, name, config, seeds, implied=IMPLIED_CONFIG)
     data = (
         datasets.load_randomgraph()
@@ -295,7 +372,11 @@ def bench(args: argparse.Namespace) -> int:
             "median_test_mse": res.median_test_mse,
             "per_seed": [r.metric for r in res.runs],
             "seeds": [r.seed for r in res.runs],
-            "runs": runs_record(res.runs, "test_mse"),
+            "runs": [
+                # the validation curve shows what fewer epochs would have selected
+                {**row, "val_mse_by_epoch": [float(f"{v:.4g}") for v in r.val_loss]}
+                for row, r in zip(runs_record(res.runs, "test_mse"), res.runs, strict=True)
+            ],
             "targets": {
                 "sentence": t.sentence,
                 "evaluator": "matlang.evaluator (exact)",
@@ -320,11 +401,12 @@ def bench(args: argparse.Namespace) -> int:
                     task=args.task,
                     model=args.model,
                     seeds=seeds,
-                    train=train_config(args),
+                    train=train,
                     sentence=args.sentence,
                     limit=args.limit,
                     progress=not args.no_progress,
-                    conv_layers=protocol.conv_layers,
+                    conv_layers=layers,
+                    options=options,
                 ),
                 nproc,
             )
@@ -334,12 +416,13 @@ def bench(args: argparse.Namespace) -> int:
                 args.task,
                 args.model,
                 seeds=seeds,
-                train=train_config(args),
+                train=train,
                 sentence=args.sentence,
                 limit=args.limit,
                 progress=not args.no_progress,
                 on_seed=lambda partial: save(record(partial)),
-                conv_layers=protocol.conv_layers,
+                conv_layers=layers,
+                options=options,
             )
         summary: dict[str, Any] = {
             "median_test_mse": res.median_test_mse,
@@ -357,6 +440,8 @@ __all__ = [
     "COUNT_SENTENCES",
     "IMPLIED_CONFIG",
     "LOSS",
+    "LOSSES",
+    "LOSS_MEAN",
     "PROTOCOLS",
     "CountProtocol",
     "CountResult",
@@ -364,4 +449,7 @@ __all__ = [
     "bench",
     "count_targets",
     "count_test",
+    "model_options",
+    "parse_option",
+    "variant_tags",
 ]

@@ -137,6 +137,8 @@ class TrainConfig:
         batch_size: graphs per step (the authors' counting script: 10).
         eval_batch_size: graphs per forward pass when evaluating.
         stop_below: stop once an epoch's mean training loss is below this (paper: 1e-4).
+        reduction: each Adam step on the batch's ``sum`` of the loss over its rows (the
+            authors' counting script) or on its ``mean``.
         seed: seeds the weights (by the caller, see :func:`seed_everything`) and the shuffling.
         progress: show a tqdm bar over epochs (on stderr).
     """
@@ -147,10 +149,13 @@ class TrainConfig:
     batch_size: int = 10
     eval_batch_size: int = 500
     stop_below: float = 1e-4
+    reduction: Literal["sum", "mean"] = "sum"
     seed: int = 0
     progress: bool = True
 
     def __post_init__(self) -> None:
+        if self.reduction not in ("sum", "mean"):
+            raise MatlangError(f"reduction must be 'sum' or 'mean', got {self.reduction!r}")
         if self.epochs < 0 or self.batch_size < 1 or self.eval_batch_size < 1:
             raise MatlangError("epochs must be ≥ 0 and batch sizes ≥ 1")
         if not self.lr > 0:
@@ -229,6 +234,9 @@ def fit(
     """
     group = group or Group()
     cfg = TrainConfig() if config is None else config
+    if cfg.reduction == "mean" and group.world > 1:
+        # a shard's mean is not the global batch's: its weight would depend on the split
+        raise MatlangError("a mean loss per batch is for one process; data-parallel runs sum")
     start = time.perf_counter()
     gen = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -255,7 +263,8 @@ def fit(
                 lss = loss(pred, target)
             if opt is not None and lss.requires_grad:
                 opt.zero_grad()
-                (lss * group.world).backward()
+                step = lss / max(1, target.shape[0]) if cfg.reduction == "mean" else lss
+                (step * group.world).backward()
                 opt.step()
             total += float(lss.detach())
             rows += int(target.shape[0])
@@ -297,6 +306,8 @@ class SeedRun:
     stopped_early: bool
     seconds: float
     final_train_loss: float | None
+    #: the validation loss after every epoch (the selection's curve)
+    val_loss: list[float] = field(default_factory=list)
 
 
 def median_metric(runs: Sequence[SeedRun]) -> float:
@@ -347,6 +358,7 @@ def run_seeds(
                 res.stopped_early,
                 res.seconds,
                 res.train_loss[-1] if res.train_loss else None,
+                res.val_loss,
             )
         )
         if on_seed is not None:

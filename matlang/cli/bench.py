@@ -59,6 +59,32 @@ def register(sub: Any) -> None:
         "--batch-size and --stop-below replace the protocol's value",
     )
     _training(cnt, epochs=None, batch_size=None, stop_below=None)
+    cnt.add_argument(
+        "--loss",
+        choices=("sum", "mean"),
+        default="sum",
+        help="each Adam step on the batch's sum of squared errors (default, the authors') or "
+        "on its mean (an ablation: the file gets the .mean variant)",
+    )
+    cnt.add_argument(
+        "--layers",
+        type=_positive,
+        help="conv layers of the reference model (default the protocol's; another count "
+        "gets the .layersN variant)",
+    )
+    cnt.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="replace a field of the model's configuration, e.g. learn_supports=false, "
+        "num_bands=5, receptive_field=2 (repeatable; the file gets a KEY-VALUE variant)",
+    )
+    cnt.add_argument(
+        "--variant",
+        metavar="TAG",
+        help="a tag appended to the result file's name (say, for shortened epochs or another "
+        "batch size in an ablation); recorded in the file",
+    )
     cnt.add_argument("--sentence", help="replace the task's sentence (the target and `compiled`)")
     cnt.add_argument("--data-seed", type=int, default=0, help="seed of the paperlike generator")
     cnt.add_argument("--limit", type=_positive, help="only the first N graphs of each split")
