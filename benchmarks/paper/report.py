@@ -2,7 +2,9 @@
 
 Reads every ``results/*.json`` written by ``matlang bench``, and writes ``report.md`` (one
 Markdown table per paper table, cells ``ours / paper``, then what exactly was run for each
-number) and one PNG plot per table (matplotlib, Agg backend).
+number) and one PNG plot per table (matplotlib, Agg backend); variant runs (the counting
+ablation, Table 1 in float32) get sections of their own and ``report-variants.json``
+(:mod:`benchmarks.paper.variants`).
 """
 
 from __future__ import annotations
@@ -456,8 +458,18 @@ def write_report(
             if job(path):
                 links[name] = path.name
                 written.append(path)
+    # variant runs (the counting ablation, Table 1 in float32): their own sections and JSON
+    from benchmarks.paper.variants import variants_report
+
+    tables, extra = variants_report(results_dir)
+    text = render(results, links)
+    if extra:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(extra)
+        path = out / "report-variants.json"
+        path.write_text(json.dumps(tables, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
     report = out / "report.md"
-    report.write_text(render(results, links), encoding="utf-8")
+    report.write_text(text, encoding="utf-8")
     written.insert(0, report)
     return written
 
