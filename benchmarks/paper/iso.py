@@ -134,13 +134,15 @@ def iso_test(
     dtype: torch.dtype = torch.float64,
     dataset: str | None = None,
     reference_dtype: torch.dtype | None = None,
+    options: dict[str, Any] | None = None,
 ) -> IsoResult:
     """Table 1's protocol: which pairs stay within ``tol`` (L1) over ``seeds`` random models.
 
     ``pairs``: the pairs to compare (EXP: ``(2k, 2k+1)``); ``None`` compares all pairs, found
     without an all-pairs tensor (:func:`close_pairs` on the first seed, then re-checked).
     Node features are :func:`degree_features`; the model maps each graph to 10 numbers.
-    ``dataset`` (``graph8c``, ``sr25``, ``exp``) selects :data:`ISO_DATASET_OVERRIDES`.
+    ``dataset`` (``graph8c``, ``sr25``, ``exp``) selects :data:`ISO_DATASET_OVERRIDES`;
+    ``options`` replace fields of the model's configuration (say ``activation="tanh"``).
     The models run in float64 by default: in float32 the rounding of large outputs (GNNML3
     reaches ~1e5 on sr25) exceeds ``tol`` and would "distinguish" 3-WL-equivalent graphs.
 
@@ -185,6 +187,7 @@ def iso_test(
             cache=cache,
             dtype=dtype,
             dataset=dataset,
+            options=options,
         )
         if not info:
             info = describe_model(net)
@@ -251,7 +254,12 @@ def bench(args: argparse.Namespace) -> int:
     from benchmarks.records import ResultFile, result_name
     from runtime import datasets
 
+    from benchmarks.paper.count import parse_option
+
     seeds = start(args)
+    options = dict(parse_option(t) for t in args.set or ())
+    if options:  # checked before the data loads; an unknown option names the known ones
+        make_model(args.model, 2, 10, protocol="iso", dataset=args.dataset, options=options)
     config = {
         "protocol": "3 layers, sum readout, linear map to 10 features, random weights "
         "(no training); a pair is undistinguished when the L1 distance of its outputs "
@@ -262,9 +270,12 @@ def bench(args: argparse.Namespace) -> int:
         "sentences": list(ISO_SENTENCES) if args.model.startswith("compiled") else None,
         "limit": args.limit,
         "dtype": DTYPE_NOTES[args.dtype],
+        # recorded only when given, so earlier files keep their config
+        **({"model_options": options} if options else {}),
     }
     # float64 is the protocol's own file; float32 (the authors' precision) is a variant
-    tags = [args.dtype] if args.dtype != "float64" else []
+    tags = [f"{k}-{str(v).lower()}" for k, v in sorted(options.items())]
+    tags += [args.dtype] if args.dtype != "float64" else []
     name = result_name("iso", args.dataset, None, args.model, variant(args.limit, tags=tags))
     out = ResultFile(args, name, config, seeds)
     pairs = None
@@ -293,6 +304,7 @@ def bench(args: argparse.Namespace) -> int:
             dtype=getattr(torch, args.dtype),
             # a float32 run measures itself against the same weights in float64
             reference_dtype=torch.float64 if args.dtype == "float32" else None,
+            options=options or None,
         )
         und = res.undistinguished
         examples = [[graphs[i].label(), graphs[j].label()] for i, j in und[:20].tolist()]

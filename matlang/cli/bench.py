@@ -42,6 +42,14 @@ def register(sub: Any) -> None:
         help="precision of the models (default float64; float32 as the authors ran them, "
         "written to the .float32 variant with the same weights' float64 counts beside)",
     )
+    iso.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="replace a field of the model's configuration, e.g. activation=tanh, "
+        "output_activation=tanh (the authors' isomorphism scripts); the file gets a "
+        "KEY-VALUE variant",
+    )
     iso.add_argument("--limit", type=_positive, help="only the first N graphs (pairs, for EXP)")
     iso.set_defaults(func=_protocol("iso"))
 

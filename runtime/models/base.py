@@ -70,6 +70,10 @@ class ModelConfig:
         readout: graph readouts, concatenated (``"sum"``, ``"max"``, ``"mean"``).
         head: hidden widths of the MLP head (``()``: one linear layer).
         dropout: dropout before every graph layer (paper: 0, 0.1 or 0.2).
+        activation: after every graph layer, for models whose layers apply none (the
+            authors' isomorphism scripts use ``tanh``).
+        output_activation: applied to the head's output (``None``: none; the authors'
+            isomorphism scripts end in ``tanh``).
     """
 
     hidden: int = 64
@@ -77,6 +81,8 @@ class ModelConfig:
     readout: tuple[str, ...] = ("sum",)
     head: tuple[int, ...] = (32,)
     dropout: float = 0.0
+    activation: str = "relu"
+    output_activation: str | None = None
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.layers < 1:
@@ -90,6 +96,9 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise MatlangError(f"dropout must be in [0, 1), got {self.dropout}")
+        for act in (self.activation, self.output_activation):
+            if act is not None:
+                resolve_activation(act)  # an unknown name is an error here, not mid-run
 
 
 def readout(
@@ -186,6 +195,12 @@ class GraphModel(nn.Module):
                 f"{type(self).__name__} needs a {self.config_class.__name__}, "
                 f"got {type(cfg).__name__}"
             )
+        own_layers = self.activation_in_layer or type(self).embed is not GraphModel.embed
+        if cfg.activation != "relu" and own_layers:
+            raise MatlangError(
+                f"{type(self).__name__}'s layers apply their own activation: "
+                f"activation={cfg.activation!r} would be ignored"
+            )
         self.in_dim = in_dim
         self.out_dim = out_dim
         self.config = cfg
@@ -236,10 +251,11 @@ class GraphModel(nn.Module):
     def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
         """Node representations ``(N, embed_dim)``."""
         graph = self.graph_inputs(batch, x, **inputs)
+        act = resolve_activation(self.config.activation)
         for conv in self.convs:
             x = conv(self.dropout(x), *graph)
             if not self.activation_in_layer:
-                x = x.relu()
+                x = act(x)
         return x
 
     def graph_representation(self, batch: Batch, h: Tensor) -> Tensor:
@@ -251,9 +267,10 @@ class GraphModel(nn.Module):
         batch = as_batch(data)
         x = input_features(batch, self.in_dim, self.dtype)
         h = self.embed(batch, x, **inputs)
-        if self.task == "node":
-            return self.head(h)
-        return self.head(self.graph_representation(batch, h))
+        out = self.head(h if self.task == "node" else self.graph_representation(batch, h))
+        if self.config.output_activation is not None:
+            out = resolve_activation(self.config.output_activation)(out)
+        return out
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)

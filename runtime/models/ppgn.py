@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from runtime.batch import Batch, as_batch
-from runtime.models.base import GraphModel, ModelConfig, input_features
+from runtime.models.base import GraphModel, ModelConfig, input_features, resolve_activation
 
 
 def dense_batch(batch: Batch, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -212,5 +212,9 @@ class PPGN(GraphModel):
         x = input_features(batch, self.in_dim, self.dtype)
         outs, valid, diagonal = self.layer_outputs(batch, x)
         if self.task == "node":
-            return self.head(self._node_readout(batch, outs, valid, diagonal))
-        return self.head(self._graph_readout(outs, valid, diagonal))
+            out = self.head(self._node_readout(batch, outs, valid, diagonal))
+        else:
+            out = self.head(self._graph_readout(outs, valid, diagonal))
+        if self.config.output_activation is not None:
+            out = resolve_activation(self.config.output_activation)(out)
+        return out

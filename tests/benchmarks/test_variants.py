@@ -193,3 +193,29 @@ def test_bench_count_ablation_files_and_report(
     assert f"| mean loss | 3 | " in report
     assert "| mean loss |" in report and f"{median:.2E}".replace("E-0", "E-") in report
     assert tmp_path / "report-variants.json" in written
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def test_tanh_activation_and_output_follow_the_authors_iso_scripts() -> None:
+    from benchmarks.paper.models import make_model
+    from runtime.batch import Batch
+    from runtime.models.base import readout
+
+    g = counting_features([named("petersen"), named("cycle10")])
+    batch = Batch.from_graphs(g, dtype=torch.float64)
+    torch.manual_seed(0)
+    opts = {"activation": "tanh", "output_activation": "tanh"}
+    net = make_model("gcn", 2, 10, protocol="iso", dtype=torch.float64, options=opts)
+    # the same computation written out: tanh after every GCN layer, sum readout, head, tanh
+    x = batch.x.to(torch.float64)
+    for conv in net.convs:
+        x = torch.tanh(conv(x, batch.edge_index, batch.edge_weight, None))
+    want = torch.tanh(net.head(readout(x, batch.batch, batch.num_graphs)))
+    torch.testing.assert_close(net(batch), want)
+    assert float(want.detach().abs().max()) < 1.0
+    with pytest.raises(MatlangError, match="own activation"):
+        make_model("gnnml3", 2, 10, protocol="iso", options={"activation": "tanh"})
+    with pytest.raises(MatlangError, match="unknown activation"):
+        make_model("gcn", 2, 10, protocol="iso", options={"activation": "swish"})
