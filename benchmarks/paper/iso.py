@@ -251,10 +251,9 @@ def _compare(und: np.ndarray, ref: dict[str, Any], dtype: torch.dtype | None) ->
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench iso``: the test on a dataset, its result file and summary."""
     from benchmarks.paper.common import start, variant
+    from benchmarks.paper.count import parse_option
     from benchmarks.records import ResultFile, result_name
     from runtime import datasets
-
-    from benchmarks.paper.count import parse_option
 
     seeds = start(args)
     options = dict(parse_option(t) for t in args.set or ())

@@ -232,12 +232,15 @@ def iso_precision(files: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str,
         if d.get("bench") != "iso" or not name.endswith(".float32.json"):
             continue
         ref = d.get("same_weights_in_float64") or {}
-        f64 = by_name.get(f"iso-{d.get('dataset')}-{d['model']}.json")
+        options = d.get("config", {}).get("model_options") or {}
+        # the protocol's float64 file ran the protocol's model: beside the same model only
+        f64 = None if options else by_name.get(f"iso-{d.get('dataset')}-{d['model']}.json")
         rows.append(
             {
                 "file": name,
                 "dataset": d.get("dataset"),
                 "model": d["model"],
+                "options": options,
                 "seeds": len(d.get("seeds", [])),
                 "float32": d.get("undistinguished"),
                 "float64_file": None if f64 is None else f64.get("undistinguished"),
@@ -263,7 +266,8 @@ def iso_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
         "",
         "Undistinguished pairs (L1 distance of the outputs below tol in every seed) with the "
         "models in float32 (the authors' precision), with the same weights in float64, and the "
-        "protocol's own float64 file (weights drawn in float64). *Rounding*: the largest L1 "
+        "protocol's own float64 file (same seeds; make_model draws weights in float32 and casts "
+        "them, so the same weights too). *Rounding*: the largest L1 "
         "distance between one graph's float32 and float64 outputs over the seeds (median "
         "seed, worst seed), against tol; *largest output*: the largest |output| in float64.",
         "",
@@ -272,10 +276,13 @@ def iso_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        f64 = "–" if r["float64_file"] is None else r["float64_file"]
+        paper = "–" if r["paper"] is None else r["paper"]
+        opts = ", ".join(f"{k} = {v}" for k, v in sorted(r["options"].items()))
+        label = r["model"].upper() + (f" ({opts})" if opts else "")
         out.append(
-            f"| {r['model'].upper()} | {r['dataset']} | {r['float32']} | "
-            f"{r['float64_same_weights']} | {r['float64_file'] if r['float64_file'] is not None else '–'} | "
-            f"{r['paper'] if r['paper'] is not None else '–'} | "
+            f"| {label} | {r['dataset']} | {r['float32']} | "
+            f"{r['float64_same_weights']} | {f64} | {paper} | "
             f"{r['only_float32']} / {r['only_float64']} | "
             f"{_sci(r['median_rounding_l1'])}, {_sci(r['max_rounding_l1'])} (tol {r['tol']}) | "
             f"{_sci(r['max_output'])} |"

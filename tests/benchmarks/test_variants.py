@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.paper.count import model_options, parse_option, variant_tags, PROTOCOLS
+from benchmarks.paper.count import PROTOCOLS, model_options, parse_option, variant_tags
 from benchmarks.paper.iso import iso_test
 from benchmarks.paper.models import counting_features
 from benchmarks.paper.report import write_report
@@ -190,7 +190,7 @@ def test_bench_count_ablation_files_and_report(
     assert layers5["seeds"] == [0, 1] and len(layers5["per_seed"]) == 2
     assert rows["paper protocol"]["tasks"]["cycle4"]["file"].endswith("gnnml3.abl-e3.json")
     median = rows["mean loss"]["tasks"]["cycle4"]["median_test_mse"]
-    assert f"| mean loss | 3 | " in report
+    assert "| mean loss | 3 | " in report
     assert "| mean loss |" in report and f"{median:.2E}".replace("E-0", "E-") in report
     assert tmp_path / "report-variants.json" in written
 
