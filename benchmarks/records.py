@@ -82,10 +82,11 @@ def versions() -> dict[str, str]:
 def result_name(
     bench: str, dataset: str, task: str | None, model: str, variant: str | None = None
 ) -> str:
-    """``<bench>-<dataset>[-<task>]-<model>[.<variant>].json``; a variant (``limit100``,
-    ``sentence-<hash>``) names a run that is not the protocol's full run, so that it never
-    takes the full run's file."""
-    parts = [bench, dataset] + ([task] if task else []) + [model]
+    """``<bench>-<dataset>[-<task>]-<model>[.<variant>].json`` (the dataset left out when it
+    is the bench itself: ``brec-3-wl.json``); a variant (``limit100``, ``sentence-<hash>``)
+    names a run that is not the protocol's full run, so that it never takes the full run's
+    file."""
+    parts = [bench] + ([dataset] if dataset != bench else []) + ([task] if task else []) + [model]
     return "-".join(parts) + (f".{variant}" if variant else "") + ".json"
 
 

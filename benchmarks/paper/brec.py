@@ -394,7 +394,27 @@ def table(rows: Sequence[BrecResult | dict[str, Any]], *, published: bool = True
         for name, row in PUBLISHED.items():
             cells = ["–" if row[k] is None else str(row[k]) for k in CATEGORIES]
             lines.append(f"| {name} (published) | " + " | ".join(cells) + f" | {row['Total']} | |")
+    partial = [r for r in recs if r["run_per_category"]["Total"] != 400]
+    if partial:
+        lines.append("")
+        for r in partial:
+            ran = pair_ranges([int(p["pair"]) for p in r["per_pair"]])
+            lines.append(f"- {r['model']}: pairs {ran} ({r['run_per_category']['Total']})")
     return "\n".join(lines)
+
+
+def pair_ranges(pairs: Sequence[int]) -> str:
+    """Pairs as ``--pairs`` writes them: ``0:30,60:74,110`` (A:B is A..B-1)."""
+    out: list[str] = []
+    ps = sorted(set(pairs))
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(str(ps[i]) if i == j else f"{ps[i]}:{ps[j] + 1}")
+        i = j + 1
+    return ",".join(out)
 
 
 # --------------------------------------------------------------------------- matlang bench brec
@@ -424,7 +444,9 @@ def parse_pairs(text: str | None) -> list[int] | None:
 
 def result_file(row: str) -> str:
     """The result file of a row: ``brec-<row>.json`` (the bench is its own dataset)."""
-    return f"brec-{row}.json"
+    from benchmarks.records import result_name
+
+    return result_name("brec", "brec", None, row)
 
 
 def legacy_result_file(row: str) -> str:

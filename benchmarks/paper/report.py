@@ -430,8 +430,11 @@ def _brec_section(results: Sequence[Result]) -> list[str]:
         return [*out, "_No result files for this table yet._", ""]
     out += [
         "`1-wl`/`3-wl`: the tests; `bank-Lk-kK`: some sentence of the fragment with at most K "
-        "AST nodes separates the pair (exact, certified lower bound, no training); other rows: "
-        "the model trained per pair under BREC's RPC protocol. A cell `a/b` ran b pairs only.",
+        "AST nodes separates the pair (exact, certified lower bound, no training); "
+        "`bank-L3-rR`: the refinement sentences of L3+ (up to R rounds of hashed 2-FWL written "
+        "in the language, `matlang.refinement`; exact, certified, one witness per pair); other "
+        "rows: the model trained per pair under BREC's RPC protocol. A cell `a/b` ran b pairs "
+        "only; the pairs are listed under the table (`--pairs` syntax, A:B = A..B-1).",
         "",
         table(rows),
         "",

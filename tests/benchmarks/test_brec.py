@@ -219,3 +219,9 @@ def test_merge_pairs_refuses_other_settings(tmp_path: Path) -> None:
     new = {**old, "settings": {"epochs": 2}, "per_pair": [], "seconds": 1.0}
     with pytest.raises(MatlangError, match="another settings"):
         brec.merge_pairs(tmp_path / "f.json", old, new)
+
+
+def test_pair_ranges_round_trip() -> None:
+    pairs = [0, 1, 2, 5, 60, 61, 300]
+    assert brec.pair_ranges(pairs) == "0:3,5,60:62,300"
+    assert brec.parse_pairs(brec.pair_ranges(pairs)) == pairs
