@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,26 @@ def test_slope_of_a_power_law() -> None:
     assert bench.slope(xs, [x**1.5 for x in xs]) == pytest.approx(1.5)
     assert bench.slope([1.0], [1.0]) is None
     assert np.isfinite(bench.slope(xs, [1.0, 2.0, 3.0]))
+
+
+def test_support_errors_are_measured_against_the_exact_path() -> None:
+    from benchmarks.perf import spectral_errors
+    from matlang.graphs import named
+
+    graphs = [named(n) for n in ("petersen", "cospectral_G", "rook4x4", "path3")]
+    row = spectral_errors.measure(graphs, spectral_errors.CONFIGS["default"])
+    assert row["graphs"] == 4
+    assert 0 < row["max_abs_error"] <= row["max_bound"] <= spectral_errors.TARGET
+
+
+@pytest.mark.data
+def test_support_errors_on_the_paper_sets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks.perf import spectral_errors
+    from runtime.datasets import data_available
+
+    if not data_available():
+        pytest.skip("needs MATLANG_DATA")
+    spectral_errors.main(["--limit", "3", "--out", str(tmp_path)])
+    res = json.loads((tmp_path / "spectral-errors.limit3.json").read_text())
+    assert {r["dataset"] for r in res["rows"]} == set(spectral_errors.graph_sets())
+    assert res["summary"]["met"] and all(r["graphs"] >= 1 for r in res["rows"])
