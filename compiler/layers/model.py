@@ -45,7 +45,7 @@ class SentenceGNN(nn.Module):
             is unchanged.
 
     Shapes:
-        - **input:** ``(x, edge_index, batch)`` or one data object
+        - **input:** ``(x, edge_index, batch[, num_graphs])`` or one data object
         - **output:** :math:`(G, \text{out\_channels})`
     """
 
@@ -93,13 +93,23 @@ class SentenceGNN(nn.Module):
         )
 
     def forward(
-        self, x: Any, edge_index: Tensor | None = None, batch: Tensor | None = None
+        self,
+        x: Any,
+        edge_index: Tensor | None = None,
+        batch: Tensor | None = None,
+        num_graphs: int | None = None,
     ) -> Tensor:
+        """``num_graphs`` (a data object's own, when given one) sizes the readout; without it,
+        ``batch.max() + 1`` is read from the tensor, a graph break under ``torch.compile``."""
+        if num_graphs is None and not isinstance(x, Tensor):
+            num_graphs = getattr(x, "num_graphs", None)
         x, edge_index, batch = unpack(x, edge_index, batch, self.head[0].weight.dtype)
         x = x.to(self.head[0].weight.dtype)
         if batch is None:
             batch = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device)
-        num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+            num_graphs = 1 if num_graphs is None else num_graphs
+        if num_graphs is None:
+            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
         pooled = []
         h = x
         for i, conv in enumerate(self.convs):

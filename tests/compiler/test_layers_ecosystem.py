@@ -132,3 +132,22 @@ def test_torch_compile_has_no_graph_break_and_no_recompile_per_batch_shape() -> 
         y2.square().sum().backward()
         torch.testing.assert_close(x1.grad, x2.grad)
     assert counter.frame_count == 1
+
+
+def test_sentence_gnn_compiles_without_graph_break_given_the_graph_count() -> None:
+    """The readout's size comes from ``num_graphs`` (or the data object's): no ``.item()``."""
+    import torch._dynamo
+
+    from compiler.layers.model import SentenceGNN
+
+    torch.manual_seed(0)
+    model = SentenceGNN(3, 2, hidden=8, layers=2, norm="batch").eval()
+    b = Batch.from_graphs([named("K4"), cycle(5), cycle(3)])
+    x = torch.randn(b.num_nodes, 3)
+    explained = torch._dynamo.explain(model)(x, b.edge_index, b.batch, b.num_graphs)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    torch.testing.assert_close(
+        model(x, b.edge_index, b.batch, b.num_graphs), model(x, b.edge_index, b.batch)
+    )
+    assert model(x, b.edge_index, b.batch).shape == (3, 2)
