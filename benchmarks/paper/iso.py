@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -245,6 +246,47 @@ def _compare(und: np.ndarray, ref: dict[str, Any], dtype: torch.dtype | None) ->
     }
 
 
+# --------------------------------------------------------------------------- sentence banks
+
+#: A sentence bank as a model: ``bank-L1|L2|L3-kK`` (every sentence up to K AST nodes,
+#: :mod:`matlang.bank`) or ``bank-L3-rR`` (the refinement sentences, :mod:`matlang.refinement`).
+BANK_MODEL = re.compile(r"bank-(L[123])-([kr])(\d+)$", re.IGNORECASE)
+
+
+def bank_signatures(model: str, graphs: Sequence[Graph]) -> list[bytes]:
+    """Per graph, the exact values of every sentence of the bank ``model`` (and the entry
+    multisets its readouts see): two graphs the bank cannot tell apart have equal signatures."""
+    from matlang import bank, refinement
+
+    m = BANK_MODEL.match(model)
+    if m is None:
+        raise MatlangError(f"not a bank model: {model!r} (bank-L1|L2|L3-kK or bank-L3-rR)")
+    fragment, kind, bound = m.group(1).upper(), m.group(2).lower(), int(m.group(3))
+    adjs = [g.adjacency for g in graphs]
+    if kind == "r":
+        if fragment != "L3":
+            raise MatlangError(f"{model}: refinement sentences (-rR) are L3 only")
+        return refinement.signatures(adjs, bound)
+    return bank.signatures(bank.bank(fragment, bound), adjs, multiset=True)
+
+
+def bank_iso(
+    graphs: Sequence[Graph], model: str, pairs: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    """Table 1's question for a bank: (pairs compared, the pairs no sentence separates)."""
+    sig = bank_signatures(model, graphs)
+    if pairs is not None:
+        cand = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        same = np.array([sig[i] == sig[j] for i, j in cand.tolist()], dtype=bool)
+        return len(cand), cand[same]
+    groups: dict[bytes, list[int]] = {}
+    for g, key in enumerate(sig):
+        groups.setdefault(key, []).append(g)
+    und = [(a, b) for grp in groups.values() for x, a in enumerate(grp) for b in grp[x + 1 :]]
+    n = len(graphs)
+    return n * (n - 1) // 2, np.array(sorted(und), dtype=np.int64).reshape(-1, 2)
+
+
 # --------------------------------------------------------------------------- matlang bench iso
 
 
@@ -255,6 +297,8 @@ def bench(args: argparse.Namespace) -> int:
     from benchmarks.records import ResultFile, result_name
     from runtime import datasets
 
+    if BANK_MODEL.match(args.model):
+        return _bench_bank(args)
     seeds = start(args)
     options = dict(parse_option(t) for t in args.set or ())
     if options:  # checked before the data loads; an unknown option names the known ones
@@ -325,6 +369,55 @@ def bench(args: argparse.Namespace) -> int:
             record["same_weights_in_float64"] = res.reference
             summary["undistinguished_same_weights_float64"] = res.reference["undistinguished"]
         return record, summary
+
+    return out.run(run)
+
+
+def _bench_bank(args: argparse.Namespace) -> int:
+    """``matlang bench iso --model bank-...``: a bank's exact values in place of a model's
+    outputs (no seeds, no tolerance: a pair is undistinguished when every value is equal)."""
+    from benchmarks.paper.common import variant
+    from benchmarks.records import ResultFile, result_name
+    from runtime import datasets
+
+    m = BANK_MODEL.match(args.model)
+    assert m is not None
+    model = f"bank-{m.group(1).upper()}-{m.group(2).lower()}{m.group(3)}"
+    if args.seeds != 1 or args.first_seed != 0 or getattr(args, "set", None):
+        raise MatlangError(f"{model} is exact and has no weights: run it with --seeds 1 (no --set)")
+    config = {
+        "protocol": "a sentence bank as the model: the exact values of its sentences (and "
+        "their entry multisets); a pair is undistinguished when all of them are equal",
+        "pairs": "all pairs" if args.dataset != "exp" else "(2k, 2k+1)",
+        "limit": args.limit,
+    }
+    name = result_name("iso", args.dataset, None, model, variant(args.limit))
+    out = ResultFile(args, name, config, [0])
+    pairs = None
+    if args.dataset == "exp":
+        exp = datasets.load_exp()
+        graphs, pairs = exp.graphs, exp.pairs[: args.limit] if args.limit else exp.pairs
+    else:
+        graphs = datasets.load_graph8c() if args.dataset == "graph8c" else datasets.load_sr25()
+        graphs = graphs[: args.limit] if args.limit else graphs
+
+    def run(save: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        t0 = time.perf_counter()
+        total, und = bank_iso(graphs, model, pairs)
+        examples = [[graphs[i].label(), graphs[j].label()] for i, j in und[:20].tolist()]
+        record = {
+            "bench": "iso",
+            "dataset": args.dataset,
+            "model": model,
+            "graphs": len(graphs),
+            "pairs": total,
+            "undistinguished": int(len(und)),
+            "seeds": [0],
+            "seconds": round(time.perf_counter() - t0, 2),
+            "config": config,
+            "undistinguished_examples": examples,
+        }
+        return record, {"pairs": total, "undistinguished": int(len(und))}
 
     return out.run(run)
 

@@ -225,3 +225,37 @@ def test_pair_ranges_round_trip() -> None:
     pairs = [0, 1, 2, 5, 60, 61, 300]
     assert brec.pair_ranges(pairs) == "0:3,5,60:62,300"
     assert brec.parse_pairs(brec.pair_ranges(pairs)) == pairs
+
+
+def test_banks_as_iso_models_match_the_wl_tests() -> None:
+    """A bank as a model in Table 1's test: the pairs it leaves undistinguished are those of
+    its WL test on the paper's pairs (L1 = 1-WL at size 10 here, refinement sentences = 3-WL)."""
+    from benchmarks.paper.iso import bank_iso
+    from matlang.graphs import from_adjacency, named
+    from runtime.wl import classes, count_equivalent_pairs
+
+    c6 = np.roll(np.eye(6, dtype=np.int64), 1, 1) + np.roll(np.eye(6, dtype=np.int64), -1, 1)
+    two_c3 = np.kron(np.eye(2, dtype=np.int64), 1 - np.eye(3, dtype=np.int64))
+    graphs = [named(n) for n in ("decalin", "bicyclopentyl", "rook4x4", "shrikhande")]
+    graphs += [from_adjacency(c6, name="C6"), from_adjacency(two_c3, name="2C3")]
+    for model, test in (("bank-L1-k10", "1-wl"), ("bank-L3-r6", "3-wl")):
+        total, und = bank_iso(graphs, model)
+        assert total == 15
+        want = sorted(
+            (a, b) for grp in classes(graphs, test) for x, a in enumerate(grp) for b in grp[x + 1 :]
+        )
+        assert [tuple(p) for p in und.tolist()] == want
+        assert len(want) == count_equivalent_pairs(classes(graphs, test))
+    # EXP-style explicit pairs
+    total, und = bank_iso(graphs, "bank-L3-r6", np.array([[0, 1], [2, 3]]))
+    assert total == 2 and und.tolist() == [[2, 3]]
+
+
+def test_bench_iso_bank_model_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    if not datasets.data_available("sr25"):
+        pytest.skip("sr25 data not found")
+    base = ["bench", "iso", "--dataset", "sr25", "--no-save", "--json", "--no-progress"]
+    assert main([*base, "--model", "bank-L3-r4", "--seeds", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["undistinguished"] == 105
+    assert main([*base, "--model", "bank-L3-r4", "--seeds", "3"]) == 1
+    assert "no weights" in capsys.readouterr().err
