@@ -299,7 +299,10 @@ class CompiledModule(nn.Module):
 
     def extra_repr(self) -> str:
         names = ", ".join(o.text for o in self.plan.outputs)
-        return f"{names}; level={self.level}, layers={self.plan.layers()}, dtype={self.dtype}"
+        head = f"{names}; level={self.level}, layers={self.plan.layers()}, dtype={self.dtype}"
+        # which literal each parameter started from (c0, c1, … say nothing by themselves)
+        notes = [f"\n{p.name} = {p.value}: {p.note}" for p in self.plan.params]
+        return head + "".join(notes)
 
     def forward(self, data: Any, inputs: Mapping[str, Any] | None = None) -> Tensor:
         outs, ctx = self._run(data, inputs)

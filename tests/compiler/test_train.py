@@ -103,3 +103,10 @@ def test_perturbed_counting_model_recovers_its_exact_weights() -> None:
     for name, p in model.named_parameters():
         assert math.isclose(p.item(), exact[name.split(".")[-1]], rel_tol=1e-6), (name, p)
     assert torch.mean((model(b) - target) ** 2).item() < 1e-10
+
+
+def test_repr_says_which_literal_each_parameter_started_from() -> None:
+    """Issue 18 item 15: ``c0``, ``c1`` alone do not say which literal they are."""
+    text = repr(compile("tr(A^3)/6 + 2 onesᵀ A ones"))
+    assert "c0 = 6: the literal 6 at 1:9" in text
+    assert "c1 = 2: the literal 2 at 1:13" in text
