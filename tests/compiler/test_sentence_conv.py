@@ -251,3 +251,28 @@ def test_bench_model_sentence_is_a_sentence_gnn_of_the_counting_budget() -> None
     graphs = counting_features([named(g) for g in GRAPHS])
     out = net(Batch.from_graphs(graphs, dtype=torch.float32))
     assert out.shape == (len(GRAPHS), 1) and torch.isfinite(out).all()
+
+
+def test_sentence_gnn_dtype_state_dict_and_torch_save() -> None:
+    from compiler.layers.model import SentenceGNN
+
+    b = _batch()
+    x = _x(b, 3)
+    torch.manual_seed(0)
+    kw = {"hidden": 8, "layers": 2, "norm": "batch", "graph_sentences": ["tr(A³) / 6"]}
+    net = SentenceGNN(3, 2, **kw).eval()
+    y32 = net(x.float(), b.edge_index, b.batch)
+    assert y32.dtype == torch.float32 and torch.isfinite(y32).all()
+    buf = io.BytesIO()
+    torch.save(net, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert torch.equal(loaded(x.float(), b.edge_index, b.batch), y32)
+    torch.manual_seed(1)
+    other = SentenceGNN(3, 2, **kw).eval()
+    assert not torch.allclose(other(x.float(), b.edge_index, b.batch), y32)
+    other.load_state_dict(net.state_dict())
+    assert torch.equal(other(x.float(), b.edge_index, b.batch), y32)
+    y64 = other.to(torch.float64)(x, b.edge_index, b.batch)
+    assert y64.dtype == torch.float64
+    torch.testing.assert_close(y64.float(), y32, rtol=1e-5, atol=1e-5)
