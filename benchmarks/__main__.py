@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-GROUP_NAMES = ("handwritten", "dense", "scaling", "backends", "models", "iso")
+GROUP_NAMES = (
+    "handwritten", "dense", "scaling", "backends", "models", "iso",
+    "constants", "channels", "fresh", "constscaling", "layers",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -179,12 +179,26 @@ def missing_extra(contestant: dict[str, Any]) -> str | None:
     """Why a contestant cannot run on this install, or None: the hand-written implementations
     and the torch_sparse backend need the ``sparse`` extra (torch-sparse, torch-scatter), which
     the default install leaves out."""
+    import importlib.util
+
+    from benchmarks.perf.peers import NEEDS
     from runtime import sparse
 
     needs = contestant.get("kind") == "handwritten" or contestant.get("backend") == "torch_sparse"
     if needs and "torch_sparse" not in sparse.available_backends():
         return "needs torch-sparse and torch-scatter (not installed: bash .ci/setup --sparse)"
+    absent = [m for m in NEEDS.get(contestant.get("kind", ""), ()) if not importlib.util.find_spec(m)]
+    if absent:
+        return f"needs {', '.join(absent)} (not installed)"
     return None
+
+
+def builder(kind: str) -> Callable[[dict[str, Any], Batch, list[Graph] | None], Prepared]:
+    """The builder of a contestant kind (this module's, or a peer's from
+    :mod:`benchmarks.perf.peers`)."""
+    from benchmarks.perf.peers import BUILDERS as PEERS
+
+    return BUILDERS.get(kind) or PEERS[kind]
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -230,7 +244,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
             entry["skipped"] = reason
             continue
         try:
-            prepared = BUILDERS[c["kind"]](c, batch, graphs)
+            prepared = builder(c["kind"])(c, batch, graphs)
             entry.update(prepared.info)
             if prepared.prepare is not None:
                 first = measure_peak(prepared.prepare)

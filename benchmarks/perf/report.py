@@ -104,6 +104,13 @@ def _summary(data: dict[str, Any]) -> list[str]:
             str(s.get("memory_exponent_case") or "—"),
         ],
     ]
+    from benchmarks.perf.peer_groups import PEER_LABELS
+
+    for key, label in PEER_LABELS.items():
+        if s.get(key) is not None:
+            value = f"{s[key]:+.3f}" if key == "constants_exponent_gap" else fmt_ratio(s[key])
+            case = s.get(key + "_case")
+            rows.append([label, value, s["targets"][key], ok(key), str(case or "—")])
     lines = _table(["measure", "value", "target", "", "worst case"], rows)
     extra = []
     if s.get("time_exponent_base_range") is not None:
@@ -432,6 +439,9 @@ def markdown(data: dict[str, Any]) -> str:
     ):
         if g in groups:
             body += fn(data)
+    from benchmarks.perf.peer_groups import peer_markdown
+
+    body += peer_markdown(data)
     return "\n".join(head + body).rstrip() + "\n"
 
 

@@ -31,12 +31,18 @@ from typing import Any
 import numpy as np
 
 from benchmarks.perf.handwritten import HANDWRITTEN, LEVEL, SHORT
+from benchmarks.perf.peer_groups import (
+    PEER_GROUP_FUNCTIONS,
+    PEER_GROUPS,
+    PEER_TARGETS,
+    peer_summary,
+)
 from benchmarks.perf.timing import available_bytes, load_average, thread_env
 from benchmarks.perf.workloads import Workload
 from benchmarks.records import git_commit, versions
 from matlang.evaluator import to_json
 
-GROUPS = ("handwritten", "dense", "scaling", "backends", "models", "iso")
+GROUPS = ("handwritten", "dense", "scaling", "backends", "models", "iso", *PEER_GROUPS)
 SENTENCES = tuple(HANDWRITTEN)
 L1, L3, TRACE = SENTENCES
 SCALING_SENTENCES = (L3, TRACE)
@@ -52,6 +58,7 @@ TARGETS = {
     "dense_over_compiled_n10000": ">= 100",
     "time_exponent": "<= 1.1",
     "memory_exponent": "<= 1.1",
+    **PEER_TARGETS,
 }
 
 
@@ -484,6 +491,7 @@ GROUP_FUNCTIONS: dict[str, Callable[[Runner], None]] = {
     "backends": group_backends,
     "models": group_models,
     "iso": group_iso,
+    **PEER_GROUP_FUNCTIONS,
 }
 
 
@@ -630,6 +638,7 @@ def summarize(results: Sequence[dict[str, Any]], config: Config) -> dict[str, An
         if r["group"] == "iso" and "summary" in r
     }
     s["iso_graph8c_wall_s"] = iso or None
+    s.update(peer_summary(results))
     s["agree"] = all(r.get("agree") is not False for r in results)
     met: dict[str, bool | None] = {}
     for key, target in TARGETS.items():

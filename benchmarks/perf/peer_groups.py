@@ -1,0 +1,473 @@
+"""The benchmark groups against the field's libraries (issue 13's and issue 14's speed targets).
+
+``constants``     graph constants ``A ⊙ A²`` on E, ``tr(A³)``, ``(A ⊙ A²)² 𝟏`` at n = 10³ … 10⁶
+                  (degree 10): matlang vs hand-written python-graphblas and scipy
+``channels``      ``input h; A h`` and an L3 node sentence on (N, d) features, forward + backward,
+                  vs PyG's spmm and torch_sparse's matmul on a prebuilt adjacency
+``fresh``         a new batch per call (validated, graph constants computed) vs one reused batch
+``constscaling``  the graph-constant stage over E = 10⁴ … 10⁷ vs GraphBLAS alone: the fitted
+                  time exponents
+``layers``        ``SentenceConv`` {A} and {I, A} vs PyG's ``GCNConv`` / ``GINConv`` (prebuilt
+                  ``adj_t``), forward + backward
+
+The contestants are in :mod:`benchmarks.perf.peers`. Ratios are matlang / peer on min times
+(< 1: matlang is faster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.perf.peers import CHANNEL_SENTENCES, CONSTANT_SENTENCES, SHORT_PEER
+from benchmarks.perf.workloads import Workload
+
+PEER_GROUPS = ("constants", "channels", "fresh", "constscaling", "layers")
+
+#: Issue 13 and issue 14's targets (keys of the summary).
+PEER_TARGETS = {
+    "constants_over_graphblas": "<= 1.2",
+    "constants_over_scipy": "<= 0.5",
+    "channels_over_pyg": "<= 1.2",
+    "fresh_over_reused": "<= 1.3",
+    "constants_exponent_gap": "<= 0.05",
+    "layer_over_pyg": "<= 1.2",
+}
+
+#: How the summary table names them.
+PEER_LABELS = {
+    "constants_over_graphblas": "graph constants / hand-written GraphBLAS (worst case)",
+    "constants_over_scipy": "graph constants / scipy (worst case)",
+    "channels_over_pyg": "(N, d) propagation fwd+bwd / fastest PyG path (worst case)",
+    "fresh_over_reused": "new batch (validated) / reused batch, fwd+bwd (worst case)",
+    "constants_exponent_gap": "graph-constant time exponent − GraphBLAS's (worst sentence)",
+    "layer_over_pyg": "SentenceConv / GCNConv or GINConv, fwd+bwd (worst case)",
+}
+
+CONSTANT_SIZES = (1_000, 10_000, 100_000, 1_000_000)
+SCALING_EDGES = (10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7)
+SCALING_SENTENCES = ("A ⊙ A²", "tr(A³)")
+CHANNEL_WORKLOADS = (
+    Workload(10_000, 10.0),
+    Workload(100_000, 10.0),
+    Workload(25, 10.0, graphs=64),
+)
+WIDTHS = (1, 16, 64)
+LAYER_WORKLOADS = (Workload(25, 10.0, graphs=64), Workload(100_000, 10.0))
+LAYER_WIDTHS = (16, 64)
+PYG_PROPAGATION = ("pyg-spmm", "pyg-spmm-csr", "ts-matmul")
+
+
+def _ok(res: dict[str, Any], name: str) -> dict[str, Any] | None:
+    c = res.get("contestants", {}).get(name)
+    return c if c and "error" not in c and c.get("min_s") else None
+
+
+def _ratio(res: dict[str, Any], num: str, den: str | Sequence[str]) -> float | None:
+    """``num / den`` on min times; with several ``den``, against the fastest of them."""
+    dens = [den] if isinstance(den, str) else list(den)
+    a = _ok(res, num)
+    bs = [b["min_s"] for b in (_ok(res, d) for d in dens) if b is not None]
+    if a is None or not bs:
+        return None
+    return float(a["min_s"] / min(bs))
+
+
+def _agree(res: dict[str, Any], a: str, others: Sequence[str]) -> bool | None:
+    from benchmarks.perf.cases import agree
+
+    x = _ok(res, a)
+    ys = [y for y in (_ok(res, o) for o in others) if y is not None]
+    if x is None or not ys:
+        return None
+    return all(agree(x["check"], y["check"]) for y in ys)
+
+
+def group_constants(r: Any) -> None:
+    sizes = (200, 400) if _quick(r) else CONSTANT_SIZES
+    for n in sizes:
+        w = Workload(n, 10.0 if n >= 100 else 3.0)
+        for s in CONSTANT_SENTENCES:
+            peers = ["graphblas", "scipy"] + (["graphblas-lagraph"] if s == "tr(A³)" else [])
+            res = r.case(
+                "constants",
+                f"constants/{SHORT_PEER[s]}/n={n}",
+                w,
+                [{"name": "matlang", "kind": "constants", "sentence": s}]
+                + [{"name": p, "kind": p, "sentence": s} for p in peers],
+                params={"sentence": s, "n": n},
+                min_repeats=1 if n >= 10**6 else 2,
+            )
+            res["ratios"] = {
+                "over_graphblas": _ratio(res, "matlang", "graphblas"),
+                "over_scipy": _ratio(res, "matlang", "scipy"),
+                "over_lagraph": _ratio(res, "matlang", "graphblas-lagraph"),
+            }
+            res["agree"] = _agree(res, "matlang", peers)
+
+
+def group_channels(r: Any) -> None:
+    workloads = (Workload(200, 4.0), Workload(10, 3.0, graphs=4)) if _quick(r) else CHANNEL_WORKLOADS
+    for w in workloads:
+        for s in CHANNEL_SENTENCES:
+            for d in WIDTHS:
+                common = {"sentence": s, "d": d, "backward": True}
+                res = r.case(
+                    "channels",
+                    f"channels/{SHORT_PEER[s]}/d={d}/{w.label()}",
+                    w,
+                    [{"name": "matlang", "kind": "channels", **common}]
+                    + [{"name": p, "kind": p, **common} for p in PYG_PROPAGATION],
+                    params={"sentence": s, "d": d, "mode": "fwd+bwd"},
+                )
+                res["ratios"] = {
+                    "over_pyg": _ratio(res, "matlang", PYG_PROPAGATION),
+                    **{f"over_{p}": _ratio(res, "matlang", p) for p in PYG_PROPAGATION},
+                }
+                res["agree"] = _agree(res, "matlang", PYG_PROPAGATION)
+
+
+def group_fresh(r: Any) -> None:
+    workloads = (Workload(200, 4.0),) if _quick(r) else CHANNEL_WORKLOADS
+    for w in workloads:
+        for s in CHANNEL_SENTENCES:
+            common = {"kind": "channels", "sentence": s, "d": 16, "backward": True}
+            res = r.case(
+                "fresh",
+                f"fresh/{SHORT_PEER[s]}/d=16/{w.label()}",
+                w,
+                [
+                    {"name": "reused", **common},
+                    {"name": "fresh+validate", **common, "fresh": True, "validate": True},
+                    {"name": "fresh", **common, "fresh": True, "validate": False},
+                ],
+                params={"sentence": s, "d": 16, "mode": "fwd+bwd"},
+            )
+            res["ratios"] = {
+                "fresh_over_reused": _ratio(res, "fresh+validate", "reused"),
+                "validation": _ratio(res, "fresh+validate", "fresh"),
+            }
+            res["agree"] = _agree(res, "reused", ["fresh+validate", "fresh"])
+
+
+def group_constscaling(r: Any) -> None:
+    edges = (400, 1_600, 6_400) if _quick(r) else SCALING_EDGES
+    for s in SCALING_SENTENCES:
+        for e in edges:
+            w = Workload(max(e // 10, 12), 10.0 if e >= 1_000 else 3.0)
+            res = r.case(
+                "constscaling",
+                f"constscaling/{SHORT_PEER[s]}/E={e:.0e}",
+                w,
+                [
+                    {"name": "matlang", "kind": "constants", "sentence": s},
+                    {"name": "graphblas", "kind": "graphblas", "sentence": s},
+                ],
+                params={"sentence": s, "target_edges": e},
+                min_repeats=1 if e >= 10**6 else 2,
+            )
+            res["ratios"] = {"over_graphblas": _ratio(res, "matlang", "graphblas")}
+            res["agree"] = _agree(res, "matlang", ["graphblas"])
+
+
+def group_layers(r: Any) -> None:
+    workloads = (Workload(10, 3.0, graphs=4), Workload(200, 4.0)) if _quick(r) else LAYER_WORKLOADS
+    for w in workloads:
+        for d in LAYER_WIDTHS:
+            res = r.case(
+                "layers",
+                f"layers/d={d}/{w.label()}",
+                w,
+                [
+                    {"name": "SentenceConv {A}", "kind": "layer", "supports": ["A"], "d": d},
+                    {"name": "GCNConv", "kind": "pyg-conv", "conv": "gcn", "d": d},
+                    {"name": "SentenceConv {I, A}", "kind": "layer", "supports": ["I", "A"], "d": d},
+                    {"name": "GINConv", "kind": "pyg-conv", "conv": "gin", "d": d},
+                ],
+                params={"d": d, "mode": "fwd+bwd"},
+            )
+            res["ratios"] = {
+                "a_over_gcn": _ratio(res, "SentenceConv {A}", "GCNConv"),
+                "ia_over_gin": _ratio(res, "SentenceConv {I, A}", "GINConv"),
+            }
+
+
+def _quick(r: Any) -> bool:
+    return bool(r.config.budget_s <= 1.0)
+
+
+PEER_GROUP_FUNCTIONS = {
+    "constants": group_constants,
+    "channels": group_channels,
+    "fresh": group_fresh,
+    "constscaling": group_constscaling,
+    "layers": group_layers,
+}
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _worst(
+    results: Sequence[dict[str, Any]], group: str, keys: Sequence[str]
+) -> tuple[float | None, str | None]:
+    vals = [
+        (r["ratios"][k], r["id"])
+        for r in results
+        if r["group"] == group
+        for k in keys
+        if r.get("ratios", {}).get(k) is not None
+    ]
+    return max(vals) if vals else (None, None)
+
+
+def constant_exponents(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per sentence of the ``constscaling`` group: the fitted time exponents of matlang and of
+    GraphBLAS over the edges run, and the points."""
+    from benchmarks.perf.runner import loglog_fit
+
+    out: dict[str, dict[str, Any]] = {}
+    for s in SCALING_SENTENCES:
+        pts = []
+        for res in results:
+            if res["group"] != "constscaling" or res.get("params", {}).get("sentence") != s:
+                continue
+            a, b = _ok(res, "matlang"), _ok(res, "graphblas")
+            if a is not None and b is not None:
+                pts.append((res["workload"]["edges"], a["min_s"], b["min_s"]))
+        if len(pts) < 2:
+            continue
+        pts.sort()
+        e, ta, tb = (list(x) for x in zip(*pts))
+        ea, eb = loglog_fit(e, ta), loglog_fit(e, tb)
+        out[s] = {
+            "edges": e,
+            "matlang_s": ta,
+            "graphblas_s": tb,
+            "matlang_exponent": ea,
+            "graphblas_exponent": eb,
+            "gap": None if ea is None or eb is None else ea - eb,
+        }
+    return out
+
+
+def peer_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The summary entries of the peer groups (worst cases; see :data:`PEER_TARGETS`)."""
+    s: dict[str, Any] = {}
+    for key, group, ratios in (
+        ("constants_over_graphblas", "constants", ["over_graphblas"]),
+        ("constants_over_scipy", "constants", ["over_scipy"]),
+        ("constants_over_lagraph", "constants", ["over_lagraph"]),
+        ("channels_over_pyg", "channels", ["over_pyg"]),
+        ("fresh_over_reused", "fresh", ["fresh_over_reused"]),
+        ("validation_overhead_fresh", "fresh", ["validation"]),
+        ("layer_over_pyg", "layers", ["a_over_gcn", "ia_over_gin"]),
+    ):
+        s[key], s[key + "_case"] = _worst(results, group, ratios)
+    fits = constant_exponents(results)
+    gaps = [(f["gap"], sent) for sent, f in fits.items() if f["gap"] is not None]
+    s["constants_exponent_gap"], s["constants_exponent_gap_case"] = (
+        max(gaps) if gaps else (None, None)
+    )
+    s["constants_exponents"] = {
+        sent: {"matlang": f["matlang_exponent"], "graphblas": f["graphblas_exponent"]}
+        for sent, f in fits.items()
+    }
+    return s
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _of(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
+    return [r for r in data["cases"] if r["group"] == group]
+
+
+def peer_markdown(data: dict[str, Any]) -> list[str]:
+    """The peer groups' tables (empty where a group was not run)."""
+    from benchmarks.perf.report import _m, _t, _table, fmt_ratio
+
+    out: list[str] = []
+
+    def ag(r: dict[str, Any]) -> str:
+        a = r.get("agree")
+        return "—" if a is None else ("yes" if a else "**NO**")
+
+    rows = [
+        [
+            SHORT_PEER[r["params"]["sentence"]],
+            r["workload"]["label"] + f", E={r['workload']['edges']:,}",
+            _t(r, "matlang"),
+            _t(r, "graphblas"),
+            _t(r, "scipy"),
+            fmt_ratio(r["ratios"]["over_graphblas"]),
+            fmt_ratio(r["ratios"]["over_scipy"]),
+            (
+                f"{_t(r, 'graphblas-lagraph')} ({fmt_ratio(r['ratios']['over_lagraph'])})"
+                if r["ratios"].get("over_lagraph") is not None
+                else "—"
+            ),
+            f"{_m(r, 'matlang')} / {_m(r, 'graphblas')} / {_m(r, 'scipy')}",
+            ag(r),
+        ]
+        for r in _of(data, "constants")
+        if "ratios" in r
+    ]
+    if rows:
+        out += ["## Graph constants vs GraphBLAS and scipy (`constants`)", ""]
+        out += [
+            "matlang = the compiled module on a new batch (its graph-constant stage runs every "
+            "call; validation off); graphblas = hand-written python-graphblas, masked "
+            "`C(A.S) << A.mxm(A, plus_pair)`; scipy = `(A @ A).multiply(A)` on a CSR built from "
+            "the sorted edges; LAGraph = triangles by `C(L.S) << L.mxm(L.T, plus_pair)` on the "
+            "lower triangle (tr(A³) = 6 · triangles). Each starts from `edge_index`. Ratios: "
+            "matlang / peer, min times.",
+            "",
+        ]
+        out += _table(
+            [
+                "sentence",
+                "graph",
+                "matlang min / med",
+                "graphblas",
+                "scipy",
+                "/ graphblas",
+                "/ scipy",
+                "LAGraph tri-count (ratio)",
+                "peak MiB m / gb / scipy",
+                "agree",
+            ],
+            rows,
+        )
+    rows = [
+        [
+            SHORT_PEER[r["params"]["sentence"]],
+            str(r["params"]["d"]),
+            r["workload"]["label"],
+            _t(r, "matlang"),
+            _t(r, "pyg-spmm"),
+            _t(r, "pyg-spmm-csr"),
+            _t(r, "ts-matmul"),
+            fmt_ratio(r["ratios"]["over_pyg"]),
+            ag(r),
+        ]
+        for r in _of(data, "channels")
+        if "ratios" in r
+    ]
+    if rows:
+        out += ["## Feature channels, forward + backward, vs PyG (`channels`)", ""]
+        out += [
+            "(N, d) float32 features, `out.sum().backward()`. matlang: the compiled sentence "
+            "on one reused, validated batch. PyG on prebuilt adjacencies: "
+            "`torch_geometric.utils.spmm` on a `SparseTensor` and on a torch CSR tensor, "
+            "`torch_sparse.matmul`; the L3 sentence's `A ⊙ A²` is a prebuilt weighted "
+            "adjacency. Ratio: matlang / the fastest PyG path.",
+            "",
+        ]
+        out += _table(
+            [
+                "sentence",
+                "d",
+                "graphs",
+                "matlang",
+                "PyG spmm (SparseTensor)",
+                "PyG spmm (CSR)",
+                "torch_sparse matmul",
+                "ratio",
+                "agree",
+            ],
+            rows,
+        )
+    rows = [
+        [
+            SHORT_PEER[r["params"]["sentence"]],
+            r["workload"]["label"],
+            _t(r, "reused"),
+            _t(r, "fresh+validate"),
+            _t(r, "fresh"),
+            fmt_ratio(r["ratios"]["fresh_over_reused"]),
+            fmt_ratio(r["ratios"]["validation"]),
+        ]
+        for r in _of(data, "fresh")
+        if "ratios" in r
+    ]
+    if rows:
+        out += ["## A new batch vs a reused one (`fresh`)", ""]
+        out += [
+            "d = 16, forward + backward. reused: one validated batch (graph constants and "
+            "operators remembered); fresh: a new batch every call (its memo emptied), with and "
+            "without validation.",
+            "",
+        ]
+        out += _table(
+            [
+                "sentence",
+                "graphs",
+                "reused",
+                "fresh, validate=True",
+                "fresh, validate=False",
+                "fresh+validate / reused",
+                "validation (fresh+v / fresh)",
+            ],
+            rows,
+        )
+    fits = constant_exponents(data["cases"])
+    if fits:
+        out += ["## Scaling of the graph-constant stage vs GraphBLAS (`constscaling`)", ""]
+        rows = []
+        for s, f in fits.items():
+            pts = ", ".join(
+                f"{e:.0e}: {a * 1e3:.3g}/{b * 1e3:.3g} ms"
+                for e, a, b in zip(f["edges"], f["matlang_s"], f["graphblas_s"])
+            )
+            rows.append(
+                [
+                    SHORT_PEER[s],
+                    f"{f['matlang_exponent']:.3f}",
+                    f"{f['graphblas_exponent']:.3f}",
+                    f"{f['gap']:+.3f}",
+                    pts,
+                ]
+            )
+        out += _table(
+            ["sentence", "matlang exponent", "GraphBLAS exponent", "gap", "E: matlang/graphblas"],
+            rows,
+        )
+    rows = [
+        [
+            r["workload"]["label"],
+            str(r["params"]["d"]),
+            _t(r, "SentenceConv {A}"),
+            _t(r, "GCNConv"),
+            fmt_ratio(r["ratios"]["a_over_gcn"]),
+            _t(r, "SentenceConv {I, A}"),
+            _t(r, "GINConv"),
+            fmt_ratio(r["ratios"]["ia_over_gin"]),
+        ]
+        for r in _of(data, "layers")
+        if "ratios" in r
+    ]
+    if rows:
+        out += ["## SentenceConv vs PyG convolutions (`layers`)", ""]
+        out += [
+            "Width d → d, forward + backward (gradients into the weights and x). PyG on a "
+            "prebuilt `adj_t` (`GCNConv(cached=True)`, `GINConv(Linear)`); SentenceConv on "
+            "`(x, edge_index, batch)` with its supports remembered on the batch.",
+            "",
+        ]
+        out += _table(
+            ["graphs", "d", "{A}", "GCNConv", "{A} / GCN", "{I, A}", "GINConv", "{I, A} / GIN"],
+            rows,
+        )
+    return out
+
+
+__all__ = [
+    "PEER_GROUPS",
+    "PEER_LABELS",
+    "PEER_GROUP_FUNCTIONS",
+    "PEER_TARGETS",
+    "constant_exponents",
+    "peer_markdown",
+    "peer_summary",
+]
