@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from runtime.sparse import _ts, csr_matrix, resolve_backend
+from runtime.sparse import csr_matrix, resolve_backend
 
 
 class Operator:
@@ -24,8 +24,11 @@ class Operator:
         rowptr, col, value: sorted CSR arrays (``value`` of the dtype to compute in).
         n: rows and columns.
         symmetric: ``W = Wᵀ`` (checked by the caller).
-        backend: ``"torch"`` (torch's CSR ``sparse.mm``/``mv``) or ``"torch_sparse"``
-            (a ``SparseTensor`` for several channels; it keeps its transpose permutation).
+        backend: the interpreter's backend (kept for :meth:`to`); the products are torch's
+            CSR ``sparse.mm``/``mv`` on every backend: with the transpose built at most once,
+            they beat torch_sparse's ``spmm`` (3× at 16–64 channels on ER n = 10⁵, torch
+            2.13 CPU; ``benchmarks/README.md``), whose backward gathers its values and rows
+            through the transpose permutation on every call.
 
     Shapes:
         X: ``(n,)`` or ``(n, d)``; out: the same.
@@ -46,7 +49,6 @@ class Operator:
         self.backend = resolve_backend(backend)
         self._csr: Tensor | None = None
         self._t: Operator | None = self if symmetric else None
-        self._ts: Any = None
 
     @property
     def csr(self) -> Tensor:
@@ -73,20 +75,8 @@ class Operator:
             symmetric=self.symmetric, backend=self.backend,
         )
 
-    def _sparse_tensor(self) -> Any:
-        if self._ts is None:
-            # built once per batch: its transpose permutation (csr2csc), computed on the first
-            # backward, is kept with it
-            self._ts = _ts().SparseTensor(
-                rowptr=self.rowptr, col=self.col, value=self.value,
-                sparse_sizes=(self.n, self.n), is_sorted=True, trust_data=True,
-            )
-        return self._ts
-
     def matmul(self, x: Tensor) -> Tensor:
         """``W x`` with the gradient ``Wᵀ g`` in ``x``."""
-        if self.backend == "torch_sparse" and x.dim() == 2 and x.shape[1] > 1:
-            return self._sparse_tensor().matmul(x)
         out = _Apply.apply(x, self)
         assert isinstance(out, Tensor)
         return out
@@ -97,6 +87,8 @@ class Operator:
             warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
             if x.dim() == 1:
                 return torch.mv(self.csr, x)
+            if x.shape[1] == 1:  # one channel: mv is 3× sparse.mm on a (N, 1) matrix
+                return torch.mv(self.csr, x[:, 0]).unsqueeze(1)
             return torch.sparse.mm(self.csr, x)
 
 

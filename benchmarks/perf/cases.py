@@ -174,6 +174,10 @@ BUILDERS: dict[str, Callable[[dict[str, Any], Batch, list[Graph] | None], Prepar
     "train": _train,
 }
 
+#: The modules a contestant kind needs beyond the project's core (peers register theirs, with
+#: their builders, when :mod:`benchmarks.perf.peers` is imported).
+NEEDS: dict[str, tuple[str, ...]] = {}
+
 
 def missing_extra(contestant: dict[str, Any]) -> str | None:
     """Why a contestant cannot run on this install, or None: the hand-written implementations
@@ -181,24 +185,16 @@ def missing_extra(contestant: dict[str, Any]) -> str | None:
     the default install leaves out."""
     import importlib.util
 
-    from benchmarks.perf.peers import NEEDS
     from runtime import sparse
 
     needs = contestant.get("kind") == "handwritten" or contestant.get("backend") == "torch_sparse"
     if needs and "torch_sparse" not in sparse.available_backends():
         return "needs torch-sparse and torch-scatter (not installed: bash .ci/setup --sparse)"
-    absent = [m for m in NEEDS.get(contestant.get("kind", ""), ()) if not importlib.util.find_spec(m)]
+    wanted = NEEDS.get(contestant.get("kind", ""), ())
+    absent = [m for m in wanted if not importlib.util.find_spec(m)]
     if absent:
         return f"needs {', '.join(absent)} (not installed)"
     return None
-
-
-def builder(kind: str) -> Callable[[dict[str, Any], Batch, list[Graph] | None], Prepared]:
-    """The builder of a contestant kind (this module's, or a peer's from
-    :mod:`benchmarks.perf.peers`)."""
-    from benchmarks.perf.peers import BUILDERS as PEERS
-
-    return BUILDERS.get(kind) or PEERS[kind]
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -244,7 +240,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
             entry["skipped"] = reason
             continue
         try:
-            prepared = builder(c["kind"])(c, batch, graphs)
+            prepared = BUILDERS[c["kind"]](c, batch, graphs)
             entry.update(prepared.info)
             if prepared.prepare is not None:
                 first = measure_peak(prepared.prepare)
@@ -281,4 +277,4 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["BUILDERS", "KINDS", "Prepared", "agree", "run_case", "summarize"]
+__all__ = ["BUILDERS", "KINDS", "NEEDS", "Prepared", "agree", "run_case", "summarize"]

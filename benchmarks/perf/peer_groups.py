@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.perf.peers import CHANNEL_SENTENCES, CONSTANT_SENTENCES, SHORT_PEER
+from benchmarks.perf.timing import loglog_fit
 from benchmarks.perf.workloads import Workload
 
 PEER_GROUPS = ("constants", "channels", "fresh", "constscaling", "layers")
@@ -107,7 +108,8 @@ def group_constants(r: Any) -> None:
 
 
 def group_channels(r: Any) -> None:
-    workloads = (Workload(200, 4.0), Workload(10, 3.0, graphs=4)) if _quick(r) else CHANNEL_WORKLOADS
+    quick = (Workload(200, 4.0), Workload(10, 3.0, graphs=4))
+    workloads = quick if _quick(r) else CHANNEL_WORKLOADS
     for w in workloads:
         for s in CHANNEL_SENTENCES:
             for d in WIDTHS:
@@ -181,7 +183,12 @@ def group_layers(r: Any) -> None:
                 [
                     {"name": "SentenceConv {A}", "kind": "layer", "supports": ["A"], "d": d},
                     {"name": "GCNConv", "kind": "pyg-conv", "conv": "gcn", "d": d},
-                    {"name": "SentenceConv {I, A}", "kind": "layer", "supports": ["I", "A"], "d": d},
+                    {
+                        "name": "SentenceConv {I, A}",
+                        "kind": "layer",
+                        "supports": ["I", "A"],
+                        "d": d,
+                    },
                     {"name": "GINConv", "kind": "pyg-conv", "conv": "gin", "d": d},
                 ],
                 params={"d": d, "mode": "fwd+bwd"},
@@ -224,8 +231,6 @@ def _worst(
 def constant_exponents(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per sentence of the ``constscaling`` group: the fitted time exponents of matlang and of
     GraphBLAS over the edges run, and the points."""
-    from benchmarks.perf.runner import loglog_fit
-
     out: dict[str, dict[str, Any]] = {}
     for s in SCALING_SENTENCES:
         pts = []
@@ -276,198 +281,11 @@ def peer_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return s
 
 
-# --------------------------------------------------------------------------- report
-
-
-def _of(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
-    return [r for r in data["cases"] if r["group"] == group]
-
-
-def peer_markdown(data: dict[str, Any]) -> list[str]:
-    """The peer groups' tables (empty where a group was not run)."""
-    from benchmarks.perf.report import _m, _t, _table, fmt_ratio
-
-    out: list[str] = []
-
-    def ag(r: dict[str, Any]) -> str:
-        a = r.get("agree")
-        return "—" if a is None else ("yes" if a else "**NO**")
-
-    rows = [
-        [
-            SHORT_PEER[r["params"]["sentence"]],
-            r["workload"]["label"] + f", E={r['workload']['edges']:,}",
-            _t(r, "matlang"),
-            _t(r, "graphblas"),
-            _t(r, "scipy"),
-            fmt_ratio(r["ratios"]["over_graphblas"]),
-            fmt_ratio(r["ratios"]["over_scipy"]),
-            (
-                f"{_t(r, 'graphblas-lagraph')} ({fmt_ratio(r['ratios']['over_lagraph'])})"
-                if r["ratios"].get("over_lagraph") is not None
-                else "—"
-            ),
-            f"{_m(r, 'matlang')} / {_m(r, 'graphblas')} / {_m(r, 'scipy')}",
-            ag(r),
-        ]
-        for r in _of(data, "constants")
-        if "ratios" in r
-    ]
-    if rows:
-        out += ["## Graph constants vs GraphBLAS and scipy (`constants`)", ""]
-        out += [
-            "matlang = the compiled module on a new batch (its graph-constant stage runs every "
-            "call; validation off); graphblas = hand-written python-graphblas, masked "
-            "`C(A.S) << A.mxm(A, plus_pair)`; scipy = `(A @ A).multiply(A)` on a CSR built from "
-            "the sorted edges; LAGraph = triangles by `C(L.S) << L.mxm(L.T, plus_pair)` on the "
-            "lower triangle (tr(A³) = 6 · triangles). Each starts from `edge_index`. Ratios: "
-            "matlang / peer, min times.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "graph",
-                "matlang min / med",
-                "graphblas",
-                "scipy",
-                "/ graphblas",
-                "/ scipy",
-                "LAGraph tri-count (ratio)",
-                "peak MiB m / gb / scipy",
-                "agree",
-            ],
-            rows,
-        )
-    rows = [
-        [
-            SHORT_PEER[r["params"]["sentence"]],
-            str(r["params"]["d"]),
-            r["workload"]["label"],
-            _t(r, "matlang"),
-            _t(r, "pyg-spmm"),
-            _t(r, "pyg-spmm-csr"),
-            _t(r, "ts-matmul"),
-            fmt_ratio(r["ratios"]["over_pyg"]),
-            ag(r),
-        ]
-        for r in _of(data, "channels")
-        if "ratios" in r
-    ]
-    if rows:
-        out += ["## Feature channels, forward + backward, vs PyG (`channels`)", ""]
-        out += [
-            "(N, d) float32 features, `out.sum().backward()`. matlang: the compiled sentence "
-            "on one reused, validated batch. PyG on prebuilt adjacencies: "
-            "`torch_geometric.utils.spmm` on a `SparseTensor` and on a torch CSR tensor, "
-            "`torch_sparse.matmul`; the L3 sentence's `A ⊙ A²` is a prebuilt weighted "
-            "adjacency. Ratio: matlang / the fastest PyG path.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "d",
-                "graphs",
-                "matlang",
-                "PyG spmm (SparseTensor)",
-                "PyG spmm (CSR)",
-                "torch_sparse matmul",
-                "ratio",
-                "agree",
-            ],
-            rows,
-        )
-    rows = [
-        [
-            SHORT_PEER[r["params"]["sentence"]],
-            r["workload"]["label"],
-            _t(r, "reused"),
-            _t(r, "fresh+validate"),
-            _t(r, "fresh"),
-            fmt_ratio(r["ratios"]["fresh_over_reused"]),
-            fmt_ratio(r["ratios"]["validation"]),
-        ]
-        for r in _of(data, "fresh")
-        if "ratios" in r
-    ]
-    if rows:
-        out += ["## A new batch vs a reused one (`fresh`)", ""]
-        out += [
-            "d = 16, forward + backward. reused: one validated batch (graph constants and "
-            "operators remembered); fresh: a new batch every call (its memo emptied), with and "
-            "without validation.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "graphs",
-                "reused",
-                "fresh, validate=True",
-                "fresh, validate=False",
-                "fresh+validate / reused",
-                "validation (fresh+v / fresh)",
-            ],
-            rows,
-        )
-    fits = constant_exponents(data["cases"])
-    if fits:
-        out += ["## Scaling of the graph-constant stage vs GraphBLAS (`constscaling`)", ""]
-        rows = []
-        for s, f in fits.items():
-            pts = ", ".join(
-                f"{e:.0e}: {a * 1e3:.3g}/{b * 1e3:.3g} ms"
-                for e, a, b in zip(f["edges"], f["matlang_s"], f["graphblas_s"])
-            )
-            rows.append(
-                [
-                    SHORT_PEER[s],
-                    f"{f['matlang_exponent']:.3f}",
-                    f"{f['graphblas_exponent']:.3f}",
-                    f"{f['gap']:+.3f}",
-                    pts,
-                ]
-            )
-        out += _table(
-            ["sentence", "matlang exponent", "GraphBLAS exponent", "gap", "E: matlang/graphblas"],
-            rows,
-        )
-    rows = [
-        [
-            r["workload"]["label"],
-            str(r["params"]["d"]),
-            _t(r, "SentenceConv {A}"),
-            _t(r, "GCNConv"),
-            fmt_ratio(r["ratios"]["a_over_gcn"]),
-            _t(r, "SentenceConv {I, A}"),
-            _t(r, "GINConv"),
-            fmt_ratio(r["ratios"]["ia_over_gin"]),
-        ]
-        for r in _of(data, "layers")
-        if "ratios" in r
-    ]
-    if rows:
-        out += ["## SentenceConv vs PyG convolutions (`layers`)", ""]
-        out += [
-            "Width d → d, forward + backward (gradients into the weights and x). PyG on a "
-            "prebuilt `adj_t` (`GCNConv(cached=True)`, `GINConv(Linear)`); SentenceConv on "
-            "`(x, edge_index, batch)` with its supports remembered on the batch.",
-            "",
-        ]
-        out += _table(
-            ["graphs", "d", "{A}", "GCNConv", "{A} / GCN", "{I, A}", "GINConv", "{I, A} / GIN"],
-            rows,
-        )
-    return out
-
-
 __all__ = [
     "PEER_GROUPS",
     "PEER_LABELS",
     "PEER_GROUP_FUNCTIONS",
     "PEER_TARGETS",
     "constant_exponents",
-    "peer_markdown",
     "peer_summary",
 ]

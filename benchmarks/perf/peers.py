@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from benchmarks.perf import cases
 from benchmarks.perf.cases import Prepared
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -328,5 +329,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "ts-matmul": ("torch_geometric", "torch_sparse"),
     "pyg-conv": ("torch_geometric", "torch_sparse"),
 }
+
+# the peers' kinds become contestant kinds of every case run after this import
+cases.BUILDERS.update(BUILDERS)
+cases.NEEDS.update(NEEDS)
 
 __all__ = ["BUILDERS", "CHANNEL_SENTENCES", "CONSTANT_SENTENCES", "NEEDS", "SHORT_PEER", "fresh"]

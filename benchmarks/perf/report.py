@@ -439,9 +439,6 @@ def markdown(data: dict[str, Any]) -> str:
     ):
         if g in groups:
             body += fn(data)
-    from benchmarks.perf.peer_groups import peer_markdown
-
-    body += peer_markdown(data)
     return "\n".join(head + body).rstrip() + "\n"
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import subprocess
 import sys
@@ -28,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchmarks.perf.handwritten import HANDWRITTEN, LEVEL, SHORT
 from benchmarks.perf.peer_groups import (
     PEER_GROUP_FUNCTIONS,
@@ -37,7 +34,7 @@ from benchmarks.perf.peer_groups import (
     PEER_TARGETS,
     peer_summary,
 )
-from benchmarks.perf.timing import available_bytes, load_average, thread_env
+from benchmarks.perf.timing import available_bytes, load_average, loglog_fit, thread_env
 from benchmarks.perf.workloads import Workload
 from benchmarks.records import git_commit, versions
 from matlang.evaluator import to_json
@@ -498,15 +495,6 @@ GROUP_FUNCTIONS: dict[str, Callable[[Runner], None]] = {
 # --------------------------------------------------------------------------- summary
 
 
-def loglog_fit(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """The slope of the least-squares line through ``(log x, log y)`` (points with y > 0)."""
-    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
-    if len(pts) < 2 or len({p[0] for p in pts}) < 2:
-        return None
-    lx, ly = np.array(pts).T
-    return float(np.polyfit(lx, ly, 1)[0])
-
-
 def _fit(results: Sequence[dict[str, Any]], sentence: str, name: str) -> dict[str, Any] | None:
     pts = []
     for res in results:
@@ -725,9 +713,12 @@ def run(config: Config) -> dict[str, Any]:
     (out / "results.json").write_text(
         json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
+    from benchmarks.perf.peer_report import peer_markdown
     from benchmarks.perf.report import markdown
 
-    (out / "results.md").write_text(markdown(data), encoding="utf-8")
+    peers = peer_markdown(data)
+    text = markdown(data) + ("\n" + "\n".join(peers).rstrip() + "\n" if peers else "")
+    (out / "results.md").write_text(text, encoding="utf-8")
     if config.plot and data["scaling"]:
         from benchmarks.perf.plot import plot_scaling
 

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 MIB = 2**20
 
@@ -165,6 +168,15 @@ def time_interleaved(
     return {name: Timing(ts) for name, ts in times.items()}
 
 
+def loglog_fit(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """The slope of the least-squares line through ``(log x, log y)`` (points with y > 0)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if len(pts) < 2 or len({p[0] for p in pts}) < 2:
+        return None
+    lx, ly = np.array(pts).T
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
 def set_threads(threads: int | None) -> int:
     """Use ``threads`` torch CPU threads (``None``: torch's choice); returns the number used."""
     import torch
@@ -208,6 +220,7 @@ __all__ = [
     "Timing",
     "available_bytes",
     "load_average",
+    "loglog_fit",
     "measure_peak",
     "memory_method",
     "rss_bytes",

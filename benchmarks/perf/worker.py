@@ -46,6 +46,7 @@ def main() -> int:
     # import everything the case needs before the cap is set, so the cap bounds the case only
     import torch  # noqa: F401
 
+    import benchmarks.perf.peers  # noqa: F401 - registers the peers' contestant kinds
     from benchmarks.perf.cases import run_case
     from runtime import sparse
 

@@ -21,6 +21,7 @@ named by a *key*, the JSON text of its sentences and options, from which it is r
 from __future__ import annotations
 
 import json
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from torch import Tensor
 
 from matlang.errors import GraphError
 from runtime.batch import Batch, as_batch
+from runtime.sparse import csr_matrix, row_pointers
 
 
 def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
@@ -120,12 +122,12 @@ class Stage:
         return self._modules[k]
 
     # -- graph constants ---------------------------------------------------------------------
-    def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> tuple[Tensor, ...]:
-        """``(rows, cols, values)`` of every support, the column of support ``s`` at ``j`` being
-        ``j·S + s`` (so ``x W`` reshaped to ``(N·S, out)`` is read with one gather)."""
+    def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports:
+        """Every support on one CSR matrix, the column of support ``s`` at ``j`` being
+        ``j·S + s`` (so ``x W`` reshaped to ``(N·S, out)`` is one product)."""
         from compiler.api import materialise
 
-        def compute() -> tuple[Tensor, ...]:
+        def compute() -> _Supports:
             b = make_batch(edge_index, batch, n)
             texts = self.sentences
             rows, cols, vals = [], [], []
@@ -135,7 +137,7 @@ class Stage:
                 rows.append(index[0])
                 cols.append(index[1] * len(texts) + s)
                 vals.append(values.to(torch.float64))
-            return (torch.cat(rows), torch.cat(cols), torch.cat(vals))
+            return _Supports(torch.cat(rows), torch.cat(cols), torch.cat(vals), n, len(texts))
 
         return self.remembered(edge_index, batch, n, compute)  # type: ignore[no-any-return]
 
@@ -190,21 +192,68 @@ def stage(key: str) -> Stage:
 # --------------------------------------------------------------------------- custom ops
 
 
+class _Supports:
+    """``[C_1 ‖ … ‖ C_S]`` as one ``(N, N·S)`` CSR matrix (column ``j·S + s`` for entry ``(i, j)``
+    of ``C_s``) and its transpose, built once per batch and dtype: forward and backward are one
+    CSR product each (torch's ``sparse.mm``; a symmetric single support is its own transpose)."""
+
+    def __init__(self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int) -> None:
+        self.n, self.s = n, s
+        order = torch.argsort(rows * (n * s) + cols)  # row-major: CSR order
+        self.col = cols.index_select(0, order)
+        self.rowptr = row_pointers(rows, n)
+        self.value = vals.index_select(0, order)
+        # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
+        self.symmetric = s == 1 and _is_symmetric(rows, cols, vals, n)
+        self._csr: dict[torch.dtype, Tensor] = {}
+        self._csr_t: dict[torch.dtype, Tensor] = {}
+
+    def csr(self, dtype: torch.dtype) -> Tensor:
+        m = self._csr.get(dtype)
+        if m is None:
+            m = csr_matrix(self.rowptr, self.col, self.value.to(dtype), (self.n, self.n * self.s))
+            self._csr[dtype] = m
+        return m
+
+    def csr_t(self, dtype: torch.dtype) -> Tensor:
+        if self.symmetric:
+            return self.csr(dtype)
+        m = self._csr_t.get(dtype)
+        if m is None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
+                m = self.csr(dtype).t().to_sparse_csr()
+            self._csr_t[dtype] = m
+        return m
+
+
+def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
+    key, order = torch.sort(rows * n + cols)
+    flipped, forder = torch.sort(cols * n + rows)
+    return bool(torch.equal(key, flipped)) and bool(torch.equal(vals[order], vals[forder]))
+
+
+def _mm(m: Tensor, y: Tensor) -> Tensor:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
+        if y.shape[1] == 1:  # one channel: mv is ~3× sparse.mm on an (N, 1) matrix
+            return torch.mv(m, y[:, 0]).unsqueeze(1)
+        return torch.sparse.mm(m, y)
+
+
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
     """``Σ_s C_s y[:, s]``: entry ``(i, j·S + s)`` reads row ``j·S + s`` of ``y`` as
     ``(N·S, C)``."""
     n, s, c = y.shape
-    rows, cols, vals = stage(key).supports(edge_index, batch, n)
-    msg = y.reshape(n * s, c).index_select(0, cols) * vals.to(y.dtype).unsqueeze(-1)
-    return y.new_zeros(n, c).index_add_(0, rows, msg)
+    sup = stage(key).supports(edge_index, batch, n)
+    return _mm(sup.csr(y.dtype), y.reshape(n * s, c).contiguous())
 
 
 def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
     """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
     n, c = g.shape
-    rows, cols, vals = stage(key).supports(edge_index, batch, n)
-    msg = g.index_select(0, rows) * vals.to(g.dtype).unsqueeze(-1)
-    return g.new_zeros(n * s, c).index_add_(0, cols, msg).reshape(n, s, c)
+    sup = stage(key).supports(edge_index, batch, n)
+    return _mm(sup.csr_t(g.dtype), g.contiguous()).reshape(n, s, c)
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())
