@@ -87,6 +87,7 @@ class Graphs:
     cols: np.ndarray
     weight: np.ndarray | None  # (E,) or None for a 0/1 graph
     label: Callable[[int], str]
+    symmetric: bool = False  # the edges and weights were checked symmetric (validation)
 
     @property
     def g(self) -> int:
@@ -154,7 +155,14 @@ class ConstantStage:
         """The CSR arrays of the matrix ``values`` on ``mask`` (transposed) and whether it is
         symmetric (both registers exported by :meth:`run`)."""
         kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
-        return kern.csr(regs[mask], regs[values], transpose)
+        m, v = regs[mask], regs[values]
+        # A on the validated edges is symmetric: no transpose to compare with
+        known = (
+            graphs.symmetric
+            and self.plan.steps[mask].op == "edges"
+            and (is_iso(v) or v is graphs.weight)
+        )
+        return kern.csr(m, v, transpose, symmetric=True if known else None)
 
     def run(self, graphs: Graphs) -> tuple[dict[int, Any], dict[int, int]]:
         """Every exported register as a numpy value (masks as :class:`Mask`, values as arrays,
@@ -328,7 +336,8 @@ def _shrink_exact(x: np.ndarray) -> np.ndarray:
 
 def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
     """The stage's view of a :class:`runtime.batch.Batch` whose prepared (coalesced) edges are
-    ``edges`` (``(2, E)`` int64) and ``weight`` (float64 or ``None``)."""
+    ``edges`` (``(2, E)`` int64) and ``weight`` (float64 or ``None``); ``symmetric`` when the
+    batch passed validation (:meth:`~runtime.batch.Batch.known_symmetric`)."""
     ei = edges.detach().cpu().numpy()
     w = None
     if weight is not None:
@@ -343,6 +352,7 @@ def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
         ei[1],
         w,
         batch.graph_label,
+        symmetric=bool(getattr(batch, "known_symmetric", lambda: False)()),
     )
 
 

@@ -114,6 +114,14 @@ class _Context:
     prebuilt: dict[Any, Any] = field(default_factory=dict)
 
 
+def _tensor(a: Any, device: Any) -> Tensor:
+    """An int64 numpy array as a tensor: shared when writable (the stage's own arrays), copied
+    when read-only (a view into GraphBLAS's memory)."""
+    if a.flags.writeable:
+        return torch.from_numpy(a).to(device)
+    return torch.tensor(a, device=device)
+
+
 def _channel(x: Tensor) -> Tensor:
     """``(K,)`` → ``(K, 1)``: a value without channels, ready to broadcast over them."""
     return x.unsqueeze(-1) if x.dim() == 1 else x
@@ -142,9 +150,11 @@ def _node_values(v: Any, n: int, what: str, device: Any, dtype: torch.dtype) -> 
         raise GraphError(f"{what} must be real numbers, got {t.dtype}", "inputs")
     t = t.to(dtype)
     # a finite sum means every entry is finite (one read, no mask); else the exact look
-    if t.numel() and not (
-        t.is_floating_point() and math.isfinite(float(t.detach().sum()))
-    ) and not bool(torch.isfinite(t.detach()).all()):
+    if (
+        t.numel()
+        and not (t.is_floating_point() and math.isfinite(float(t.detach().sum())))
+        and not bool(torch.isfinite(t.detach()).all())
+    ):
         bad = torch.nonzero(~torch.isfinite(t.detach()))[0].tolist()
         raise GraphError(f"{what} has a non-finite value at {tuple(bad)}", "inputs")
     return t
@@ -419,8 +429,8 @@ class CompiledModule(nn.Module):
         for mask, vals, transpose in set(self._operators.values()):
             rowptr, col, w, symmetric = self._stage.operator(graphs, values, mask, vals, transpose)
             operators[(mask, vals, transpose)] = Operator(
-                torch.tensor(rowptr, device=ctx.device),  # copies: GraphBLAS's arrays
-                torch.tensor(col, device=ctx.device),  # may be read-only views
+                _tensor(rowptr, ctx.device),
+                _tensor(col, ctx.device),
                 torch.tensor(w, device=ctx.device, dtype=ctx.dtype),
                 ctx.n,
                 symmetric=symmetric,
@@ -432,7 +442,11 @@ class CompiledModule(nn.Module):
             mask = self.plan.steps[k].kind == MASK
             stats[k] = ((2, size), 16 * size) if mask else ((size,), item * size)
         regs = {
-            k: to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device) for k, v in values.items()
+            # the edge mask is the batch's own edges: no (2, E) stack of numpy rows and columns
+            k: edges
+            if self.plan.steps[k].op == "edges"
+            else to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device)
+            for k, v in values.items()
         }
         return regs, stats, operators
 

@@ -166,6 +166,12 @@ class Batch:
             self._memo[f"valid{(allow_directed, allow_self_loops)}"] = (fp, True)
         return self
 
+    def known_symmetric(self) -> bool:
+        """Whether this batch passed a validation that checks symmetry (edges and weights),
+        remembered for its current tensors: ``A = Aᵀ`` without looking again."""
+        fp = self._fingerprint()
+        return any(self._remembers(f"valid{(False, loops)}", fp) for loops in (False, True))
+
     def check_range(self) -> None:
         """Raise :class:`GraphError` unless every node id of ``edge_index`` is in ``0..N-1``
         (remembered, see :meth:`cached`): the one check a kernel cannot do without."""

@@ -381,15 +381,17 @@ class Kernels:
         return _rational(out, den) if exact_obj else out
 
     def csr(
-        self, s: Mask, values: np.ndarray, transpose: bool
+        self, s: Mask, values: np.ndarray, transpose: bool, *, symmetric: bool | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
         """``M`` (``Mᵀ``) as sorted CSR arrays ``(indptr, indices, values)`` and whether it is
-        symmetric: the operator of a propagate step, built once per batch."""
-        gb = _gb()
+        symmetric (``symmetric``: known by the caller, not checked again): the operator of a
+        propagate step, built once per batch."""
         read = s.flip() if transpose else s
         vals = np.broadcast_to(values, (s.nnz,)) if is_iso(values) else values
         if vals.dtype == object:
             vals = vals.astype(np.float64)
+        if symmetric:  # M = Mᵀ: the stored structure as it is, no GraphBLAS matrix needed
+            return s.indptr, s.indices, np.ascontiguousarray(vals), True
         m = read.matrix(np.ascontiguousarray(vals))
         if read.transposed:
             m = m.new()
@@ -399,7 +401,8 @@ class Kernels:
             out = np.broadcast_to(info["values"], indices.shape) if info["is_iso"] else info["values"]
         else:
             indptr, indices, out = read.indptr, read.indices, vals
-        symmetric = bool(m.isequal(m.T.new()))
+        if symmetric is None:
+            symmetric = bool(m.isequal(m.T.new()))
         return indptr, indices, np.ascontiguousarray(out), symmetric
 
     def eye(self, s: Mask) -> np.ndarray:
