@@ -54,7 +54,7 @@ GRAPHS = {
 
 
 def max_error(g: Graph, cfg: pp.SupportConfig) -> tuple[float, pp.Supports]:
-    approx = pp.gnnml3_supports(g, cfg)
+    approx = pp.gnnml3_supports(g, dataclasses.replace(cfg, exact=False))  # the expansion
     exact = pp.gnnml3_supports(g, dataclasses.replace(cfg, exact=True))
     assert torch.equal(approx.edge_index, exact.edge_index)
     diff = (approx.edge_attr - exact.edge_attr).abs()
@@ -139,8 +139,9 @@ def test_a_fixed_order_reports_the_bound_it_reaches() -> None:
 
 def test_batch_supports_report_the_worst_graph() -> None:
     graphs = [GRAPHS["grid6x7"], GRAPHS["er40"], GRAPHS["single"]]
-    b = pp.batch_supports(as_batch(graphs), dtype=torch.float64)
-    parts = [pp.gnnml3_supports(g) for g in graphs]
+    cfg = pp.SupportConfig(exact=False)
+    b = pp.batch_supports(as_batch(graphs), cfg, dtype=torch.float64)
+    parts = [pp.gnnml3_supports(g, cfg) for g in graphs]
     assert b.error_bound == max(p.error_bound for p in parts) > 0
     assert b.order == max(p.order for p in parts)
     exact = pp.batch_supports(as_batch(graphs), pp.SupportConfig(exact=True), dtype=torch.float64)
@@ -148,11 +149,11 @@ def test_batch_supports_report_the_worst_graph() -> None:
 
 
 def test_new_options_are_checked() -> None:
-    for bad in ({"tolerance": 0.0}, {"tolerance": -1.0}, {"order": -1}):
+    for bad in ({"tolerance": 0.0}, {"tolerance": -1.0}, {"order": -1}, {"exact": "yes"}):
         with pytest.raises(MatlangError):
             pp.SupportConfig(**bad)  # type: ignore[arg-type]
     with pytest.raises(GraphError, match="tolerance"):
-        pp.gnnml3_supports(GRAPHS["er40"], pp.SupportConfig(tolerance=1e-300))
+        pp.gnnml3_supports(GRAPHS["er40"], pp.SupportConfig(tolerance=1e-300, exact=False))
 
 
 # --------------------------------------------------------------------------- building blocks
@@ -209,7 +210,7 @@ def test_lambda_max_cache_tells_exact_and_lanczos_apart() -> None:
 def test_the_new_options_never_read_a_stale_entry(change: dict[str, object]) -> None:
     cache = pp.PreprocessCache()
     g = GRAPHS["er40"]
-    base = pp.SupportConfig()
+    base = pp.SupportConfig(exact=False)  # the expansion (the default on er40 is exact)
     first = pp.gnnml3_supports(g, base, cache=cache)
     changed = dataclasses.replace(base, **change)  # type: ignore[arg-type]
     got = pp.gnnml3_supports(g, changed, cache=cache)
@@ -244,3 +245,18 @@ def test_paper_graphs_meet_the_tolerance() -> None:
     for g in sample:
         err, sup = max_error(g, pp.SupportConfig())
         assert err <= sup.error_bound <= 1e-6, g.name
+
+
+def test_default_supports_are_exact_on_small_graphs_and_expanded_on_large_ones() -> None:
+    small, large = GRAPHS["er40"], grid(15, 15)
+    assert pp.EXACT_BELOW > small.num_nodes and pp.EXACT_BELOW <= large.num_nodes
+    for g, expanded in ((small, False), (large, True)):
+        auto = pp.gnnml3_supports(g)
+        exact = pp.gnnml3_supports(g, pp.SupportConfig(exact=True))
+        err = float((auto.edge_attr - exact.edge_attr).abs().max())
+        if expanded:
+            assert auto.order > 0 and 0 < err <= auto.error_bound <= 1e-6
+        else:
+            assert auto.order == 0 and auto.error_bound == 0.0 and err == 0.0
+    # a fixed order asks for the expansion whatever the size
+    assert pp.gnnml3_supports(small, pp.SupportConfig(order=6)).order == 6
