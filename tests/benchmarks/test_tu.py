@@ -106,8 +106,11 @@ def test_append_adds_folds_to_the_ten_fold_file(tmp_path, capsys) -> None:  # ty
     first = json.loads(path.read_text())
     assert first["partial"]["missing_folds"] == [1, 2, *range(4, 11)]
     assert first["config"]["folds"] == list(range(1, 11))
+    capsys.readouterr()
     assert bench("--folds", "1:2", "--append") == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     data = json.loads(path.read_text())
+    assert printed["mean_accuracy"] == data["mean_accuracy"] and printed["folds"] == 3
     assert [r["fold"] for r in data["runs"]] == [1, 2, 3] and data["folds"] == 3
     assert data["runs"][2] == first["runs"][0]  # the earlier fold is kept as it was
     assert data["earlier"][0]["git_commit"] == first["git_commit"]
