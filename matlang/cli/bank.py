@@ -5,11 +5,17 @@ Examples::
     matlang bank --fragment L3 --max-size 10 --pairs brec --json
     matlang bank --fragment L2 --max-size 12 --pairs pairs.g6      # lines 2k, 2k+1 = pair k
     matlang bank --fragment L3 --max-size 10 --pairs graph8c       # all pairs of a graph set
+    matlang bank --fragment L3 --rounds 10 --pairs brec            # refinement sentences
 
 Pair sets (``brec``, ``exp``, a file) run the exact per-pair search of :mod:`matlang.bank` and
 print, for each separated pair, the smallest separating sentence (check it with ``matlang eval
 SENTENCE --graph6 G6``). Graph sets (``sr25``, ``graph8c``) compare all pairs through the bank's
 sentence list (deduplicated on random graphs), grouping graphs by their values.
+
+``--rounds R`` replaces the size-bounded enumeration by the refinement sentences of
+:mod:`matlang.refinement`: L3+ sentences that run up to R rounds of a hashed 2-FWL in the
+language; a separated pair gets its witness as a ``let`` program (``matlang eval --sentences
+FILE --graph6 G6 --graph6 H6`` prints the two values).
 """
 
 from __future__ import annotations
