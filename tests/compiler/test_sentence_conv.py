@@ -243,7 +243,8 @@ def test_bench_model_sentence_is_a_sentence_gnn_of_the_counting_budget() -> None
     net = make_model("sentence", 2, 1, protocol="count", options={"layers": 5})
     info = describe_model(net)
     assert info["class"] == "SentenceGNN" and info["config"]["layers"] == 5
-    assert info["config"]["sentences"] == ["I", "A", "A ⊙ A²", "A ⊙ A³"]
+    assert info["config"]["sentences"] == ["I", "A / 3", "A ⊙ A² / 4", "A ⊙ A³ / 30"]
+    assert info["config"]["norm"] is None and info["config"]["product"]
     four = describe_model(make_model("sentence", 2, 1, protocol="count"))
     assert 25_000 <= four["parameters"] <= 35_000  # the reference models' ~30K
     from benchmarks.paper.models import counting_features
