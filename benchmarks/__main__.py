@@ -65,6 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace only the --groups run in an existing results.json, keep the other cases",
     )
+    p.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="run nothing: recompute the summary of --out's results.json, rewrite it and .md",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -107,10 +112,10 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 def main_from_args(args: argparse.Namespace) -> int:
     """Run what ``args`` asks and print the summary; the exit code."""
-    from benchmarks.perf.runner import run
+    from benchmarks.perf.runner import rewrite, run
 
     cfg = config_from_args(args)
-    data = run(cfg)
+    data = rewrite(cfg.out, cfg) if args.rewrite else run(cfg)
     summary = data["summary"]
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))

@@ -112,6 +112,8 @@ class _Context:
     channels: int | None = None
     # operators of propagate steps with a constant matrix, by (mask, values, transpose)
     prebuilt: dict[Any, Any] = field(default_factory=dict)
+    # the batch's fingerprint taken at the start of the pass (Batch.cached)
+    fingerprint: Any = None
 
 
 def _tensor(a: Any, device: Any) -> Tensor:
@@ -351,7 +353,10 @@ class CompiledModule(nn.Module):
         batch = as_batch(data, validate=self.validate)
         n, g = batch.num_nodes, batch.num_graphs
         device = batch.edge_index.device
-        edges, weight = batch.cached("compiled.edges", lambda: prepared_edges(batch))
+        fp = batch.fingerprint()  # one look per pass: nothing below changes the tensors
+        edges, weight = batch.cached(
+            "compiled.edges", lambda: prepared_edges(batch), fingerprint=fp
+        )
         dtype = self.dtype
         given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
         channels = max((t.shape[1] for t in given.values() if t.dim() == 2), default=None)
@@ -369,6 +374,7 @@ class CompiledModule(nn.Module):
             sparse.resolve_backend(self.backend),
             ones=self._unit_if_unweighted if weight is None else frozenset(),
             channels=channels,
+            fingerprint=fp,
         )
 
     def _inputs(
@@ -459,7 +465,7 @@ class CompiledModule(nn.Module):
         if self.constants == "graphblas" and not (given is not None and given.requires_grad):
             key = f"{self._constants_key}.{ctx.dtype}.{ctx.device}.{ctx.backend}"
             constants, stats, ctx.prebuilt = ctx.batch.cached(
-                key, lambda: self._graph_constants(ctx)
+                key, lambda: self._graph_constants(ctx), fingerprint=ctx.fingerprint
             )
             stats = list(stats)
             regs.update(constants)

@@ -118,6 +118,10 @@ class Batch:
         return nm if nm else f"#{i}"
 
     # -- per-batch memo ---------------------------------------------------------------------
+    def fingerprint(self) -> tuple[Any, ...] | None:
+        """What :meth:`cached` compares: identity and version counters of the index tensors."""
+        return self._fingerprint()
+
     def _fingerprint(self) -> tuple[Any, ...] | None:
         """Identity and in-place-modification counters of the index tensors (``None`` for
         inference-mode tensors, which keep no counter: nothing is remembered for them)."""
@@ -131,11 +135,15 @@ class Batch:
             parts.append((t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride())))
         return tuple(parts)
 
-    def cached(self, name: str, compute: Callable[[], Any]) -> Any:
+    def cached(
+        self, name: str, compute: Callable[[], Any], *, fingerprint: tuple[Any, ...] | None = None
+    ) -> Any:
         """``compute()``, remembered on this batch under ``name``: a value derived from its
         edges (validation, coalesced edges) is computed once per batch. An in-place change of
-        ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it."""
-        fp = self._fingerprint()
+        ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it. ``fingerprint``:
+        :meth:`fingerprint` as the caller just took it (one per forward pass, not one per look).
+        """
+        fp = self._fingerprint() if fingerprint is None else fingerprint
         if self._remembers(name, fp):
             return self._memo[name][1]
         value = compute()

@@ -3,7 +3,6 @@ step whose matrix is a graph constant, built once per batch and reused by forwar
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
@@ -82,14 +81,13 @@ class Operator:
         return out
 
     def raw(self, x: Tensor) -> Tensor:
-        """``W x`` without autograd."""
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-            if x.dim() == 1:
-                return torch.mv(self.csr, x)
-            if x.shape[1] == 1:  # one channel: mv is 3× sparse.mm on a (N, 1) matrix
-                return torch.mv(self.csr, x[:, 0]).unsqueeze(1)
-            return torch.sparse.mm(self.csr, x)
+        """``W x`` without autograd (the CSR products do not warn, only building a CSR tensor
+        does, which :func:`~runtime.sparse.csr_matrix` silences: no per-call warning filter)."""
+        if x.dim() == 1:
+            return torch.mv(self.csr, x)
+        if x.shape[1] == 1:  # one channel: mv is 3× sparse.mm on a (N, 1) matrix
+            return torch.mv(self.csr, x[:, 0]).unsqueeze(1)
+        return torch.sparse.mm(self.csr, x)
 
 
 class _Apply(torch.autograd.Function):

@@ -108,7 +108,7 @@ def _summary(data: dict[str, Any]) -> list[str]:
 
     for key, label in PEER_LABELS.items():
         if s.get(key) is not None:
-            value = f"{s[key]:+.3f}" if key == "constants_exponent_gap" else fmt_ratio(s[key])
+            value = f"{s[key]:.3f}" if key == "constants_exponent_gap" else fmt_ratio(s[key])
             case = s.get(key + "_case")
             rows.append([label, value, s["targets"][key], ok(key), str(case or "—")])
     lines = _table(["measure", "value", "target", "", "worst case"], rows)

@@ -686,6 +686,36 @@ def _updated(
     return old_meta, merged
 
 
+def rewrite(out: Path, config: Config | None = None) -> dict[str, Any]:
+    """Recompute the summary of ``out/results.json`` from its cases and rewrite it and
+    ``results.md`` (no case is run; the meta, with its commits, stays)."""
+    path = Path(out) / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    cfg = config or Config(out=Path(out))
+    data["summary"] = summarize(data["cases"], cfg)
+    data["scaling"] = scaling_fits(data["cases"])
+    _write(data, cfg)
+    return data
+
+
+def _write(data: dict[str, Any], config: Config) -> None:
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(
+        json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    from benchmarks.perf.peer_report import peer_markdown
+    from benchmarks.perf.report import markdown
+
+    peers = peer_markdown(data)
+    text = markdown(data) + ("\n" + "\n".join(peers).rstrip() + "\n" if peers else "")
+    (out / "results.md").write_text(text, encoding="utf-8")
+    if config.plot and data["scaling"]:
+        from benchmarks.perf.plot import plot_scaling
+
+        plot_scaling(data, out / "scaling.png")
+
+
 def run(config: Config) -> dict[str, Any]:
     """Run the configured groups; write ``results.json``, ``results.md`` and ``scaling.png``."""
     unknown = [g for g in config.groups if g not in GROUP_FUNCTIONS]
@@ -709,20 +739,7 @@ def run(config: Config) -> dict[str, Any]:
         "scaling": scaling_fits(results),
         "cases": results,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(
-        json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    from benchmarks.perf.peer_report import peer_markdown
-    from benchmarks.perf.report import markdown
-
-    peers = peer_markdown(data)
-    text = markdown(data) + ("\n" + "\n".join(peers).rstrip() + "\n" if peers else "")
-    (out / "results.md").write_text(text, encoding="utf-8")
-    if config.plot and data["scaling"]:
-        from benchmarks.perf.plot import plot_scaling
-
-        plot_scaling(data, out / "scaling.png")
+    _write(data, config)
     return data
 
 
@@ -733,6 +750,7 @@ __all__ = [
     "Config",
     "Runner",
     "loglog_fit",
+    "rewrite",
     "run",
     "scaling_fits",
     "summarize",

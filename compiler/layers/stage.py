@@ -234,11 +234,9 @@ def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
 
 
 def _mm(m: Tensor, y: Tensor) -> Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-        if y.shape[1] == 1:  # one channel: mv is ~3× sparse.mm on an (N, 1) matrix
-            return torch.mv(m, y[:, 0]).unsqueeze(1)
-        return torch.sparse.mm(m, y)
+    if y.shape[1] == 1:  # one channel: mv is ~3× sparse.mm on an (N, 1) matrix
+        return torch.mv(m, y[:, 0]).unsqueeze(1)
+    return torch.sparse.mm(m, y)
 
 
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
