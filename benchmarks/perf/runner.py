@@ -64,7 +64,7 @@ class Config:
     """What to run, and how big. :meth:`quick` is a few-second version (the smoke test)."""
 
     groups: tuple[str, ...] = GROUPS
-    out: Path = Path(__file__).resolve().parent
+    out: Path = Path(__file__).resolve().parent.parent  # benchmarks/, beside its README
     threads: int | None = 1
     isolate: bool = True
     progress: bool = True
