@@ -18,7 +18,7 @@ summarised by ``check = [Σ values, ‖values‖₂]`` in float64, so that the r
 the contestants computed the same thing.
 
 **Same inputs.** The compiled module and the hand-written implementation are each called on a
-fresh :class:`~runtime.batch.Batch` object per call (``dataclasses.replace(batch)``: the same
+fresh :class:`~runtime.batch.Batch` object per call (:func:`fresh_batch`: the same
 tensors, nothing remembered), so a compiled module cannot profit from what a batch remembers
 between calls (its validation, the sortedness of its edges; see :meth:`Batch.cached`), which
 the hand-written code has no equivalent of. ``validate=True`` therefore costs a full validation
@@ -84,6 +84,16 @@ def agree(a: list[float], b: list[float], rtol: float = 1e-3, atol: float = 1e-6
 # --------------------------------------------------------------------------- contestants
 
 
+def fresh_batch(batch: Batch) -> Batch:
+    """``batch`` as a new batch: the same tensors, nothing remembered. Batches over the same
+    tensors share one memo (validation, graph constants, operators), so a copy of the object
+    alone would remember everything: the shared memo is emptied too."""
+    b = dataclasses.replace(batch)
+    b._memo.clear()
+    return b
+
+
+
 def _dtype(name: str) -> torch.dtype:
     return {"float32": torch.float32, "float64": torch.float64}[name]
 
@@ -103,7 +113,7 @@ def _compiled(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Pr
 
     def call() -> torch.Tensor:
         with torch.no_grad():
-            return model(dataclasses.replace(batch))  # a fresh Batch: module docstring
+            return model(fresh_batch(batch))  # a fresh Batch: module docstring
 
     return Prepared(call, info={"backend": backend, "layers": model.plan.layers()})
 
@@ -115,7 +125,7 @@ def _handwritten(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) ->
 
     def call() -> torch.Tensor:
         with torch.no_grad():
-            return fn(dataclasses.replace(batch))
+            return fn(fresh_batch(batch))
 
     return Prepared(call, info={"implementation": f"benchmarks.perf.handwritten.{fn.__name__}"})
 
@@ -277,4 +287,13 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["BUILDERS", "KINDS", "NEEDS", "Prepared", "agree", "run_case", "summarize"]
+__all__ = [
+    "BUILDERS",
+    "KINDS",
+    "NEEDS",
+    "Prepared",
+    "agree",
+    "fresh_batch",
+    "run_case",
+    "summarize",
+]

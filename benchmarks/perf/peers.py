@@ -24,7 +24,6 @@ normalisation) and ``GINConv`` on a prebuilt ``adj_t``; forward + backward into 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +51,8 @@ SHORT_PEER = {
 }
 
 
-def fresh(batch: Batch) -> Batch:
-    """``batch`` as a new batch: the memo it shares with every batch over the same tensors is
-    emptied (validation, graph constants and operators are computed again)."""
-    b = dataclasses.replace(batch)
-    b._memo.clear()
-    return b
+#: A batch as a new one (nothing remembered): see :func:`benchmarks.perf.cases.fresh_batch`.
+fresh = cases.fresh_batch
 
 
 def _numpy_edges(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
