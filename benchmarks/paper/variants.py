@@ -134,6 +134,10 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
         )
         runs = d.get("runs", [])
         epochs = int(f["epochs_max"] or 0)
+        train = int(d.get("data", {}).get("sizes", {}).get("train") or 0)
+        if train and f["batch_size"]:
+            # Adam steps in the whole budget: what batch 10 buys over batch 64
+            row["max_steps"] = epochs * -(-train // int(f["batch_size"]))
         seconds = sum(r.get("seconds", 0.0) for r in runs)
         ran = sum(r.get("epochs_run", 0) for r in runs)
         row["tasks"][d.get("task")] = {
@@ -171,7 +175,7 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
     rows = table["rows"]
     if not any(r["ablation"] for r in rows):
         return []
-    present = {t for r in rows for t in r["tasks"]}
+    present = {t for r in rows if r["ablation"] for t in r["tasks"]}
     tasks = [t for t in ABLATION_TASKS if t in present]
     out = [
         "## GNNML3 counting ablation (issue 16)",
@@ -179,9 +183,11 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
         table["what"] + ". A cell: median test MSE (seeds: the per-seed values). "
         "Rows marked *Table 2* are the main table's own runs, for reference.",
         "",
-        "| Variant | epochs | " + " | ".join(TASK_LABEL.get(t, t) for t in tasks) + " | s/epoch |",
-        "|---" * (len(tasks) + 3) + "|",
-        "| paper (Balcilar et al.) | ≤ 1000 | "
+        "| Variant | epochs | Adam steps | "
+        + " | ".join(TASK_LABEL.get(t, t) for t in tasks)
+        + " | s/epoch |",
+        "|---" * (len(tasks) + 4) + "|",
+        "| paper (Balcilar et al.) | ≤ 1000 | | "
         + " | ".join(_sci(PAPER_GNNML3.get(t)) for t in tasks)
         + " | |",
     ]
@@ -198,10 +204,12 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
             cells.append(f"{_sci(c['median_test_mse'])} ({len(c['seeds'] or [])}{part}: {per})")
             if c["seconds_per_epoch"]:
                 speeds.append(c["seconds_per_epoch"])
-        label = r["label"] if r["ablation"] else f"*Table 2*: batch {r['factors']['batch_size']}"
         speed = f"{statistics.median(speeds):.1f}" if speeds else "–"
+        steps = r.get("max_steps", "–")
         out.append(
-            f"| {label} | {r['factors']['epochs_max']} | " + " | ".join(cells) + f" | {speed} |"
+            f"| {_row_label(r)} | {r['factors']['epochs_max']} | {steps} | "
+            + " | ".join(cells)
+            + f" | {speed} |"
         )
     out += [
         "",
@@ -212,6 +220,8 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
         "|---" * (len(tasks) + 1) + "|",
     ]
     for r in rows:
+        if not r["ablation"]:  # Table 2's files predate the recorded curves
+            continue
         cells = []
         for t in tasks:
             c = r["tasks"].get(t)
@@ -219,9 +229,14 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
             cells.append(
                 " → ".join(f"{_sci(v)} @{e}" for e, v in within.items()) if within else "–"
             )
-        label = r["label"] if r["ablation"] else f"*Table 2*: batch {r['factors']['batch_size']}"
-        out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append(f"| {_row_label(r)} | " + " | ".join(cells) + " |")
     return [*out, ""]
+
+
+def _row_label(r: dict[str, Any]) -> str:
+    if r["ablation"]:
+        return str(r["label"])
+    return f"*Table 2*: batch {r['factors']['batch_size']}"
 
 
 def iso_precision(files: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
