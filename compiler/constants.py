@@ -26,8 +26,7 @@ import numpy as np
 
 from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import numeric
-from matlang.functions import polynomial_degree
+from matlang.functions import numeric, polynomial_degree
 from runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
@@ -37,7 +36,9 @@ DENSE_RATIONAL_LIMIT = 4096
 FLOAT32_EXACT = 2**24
 
 
-def constant_steps(plan: Plan, *, trainable_functions: bool = False, exact: bool = False) -> list[bool]:
+def constant_steps(
+    plan: Plan, *, trainable_functions: bool = False, exact: bool = False
+) -> list[bool]:
     """For each step, whether it depends only on the graph (``exact``: parameters too)."""
     const: list[bool] = []
     for st in plan.steps:

@@ -27,7 +27,6 @@ from matlang.graphs import (
 )
 from runtime.sparse import is_coalesced, row_pointers
 
-
 _MEMO_ATTRIBUTE = "_matlang_batch_memo"
 
 

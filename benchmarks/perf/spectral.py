@@ -146,7 +146,8 @@ def run(quick: bool, dense_max: int) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for kind in ("grid", "er"):
         rows = cases[kind]
-        summary[f"{kind}_time_exponent"] = slope([r["E"] for r in rows], [r["time_s"] for r in rows])
+        edges = [r["E"] for r in rows]
+        summary[f"{kind}_time_exponent"] = slope(edges, [r["time_s"] for r in rows])
         summary[f"{kind}_memory_exponent"] = slope(
             [r["E"] for r in rows], [max(r["peak_mib"], 1e-3) for r in rows]
         )
@@ -203,7 +204,11 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {r['graph']} | {r['n']} | {r['E']} | {r['order']} | {r['probes']} | "
             f"{r['time_s']:.3g} | {r['peak_mib']:.0f} | {r['error_bound']:.1e} | {dense} |"
         )
-    lines += ["", "| λmax | n | E | ours (s) | PyG (s) | ratio | ours | PyG |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| λmax | n | E | ours (s) | PyG (s) | ratio | ours | PyG |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["cases"]["lambda"]:
         lines.append(
             f"| {r['graph']} | {r['n']} | {r['E']} | {r['ours_s']:.3g} | {r['pyg_s']:.3g} | "

@@ -105,7 +105,9 @@ def _plain(v: Any) -> Any:
     return v.toarray() if hasattr(v, "toarray") else v
 
 
-def _print(args: argparse.Namespace, results: list[tuple[Any, list[Any]]], labels: list[str]) -> int:
+def _print(
+    args: argparse.Namespace, results: list[tuple[Any, list[Any]]], labels: list[str]
+) -> int:
     from matlang.evaluator import format_value, to_json
 
     if args.json:

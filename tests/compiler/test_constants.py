@@ -206,7 +206,8 @@ def test_materialise_goes_through_graphblas_and_equals_scipy() -> None:
     g = erdos_renyi(40, 0.2, seed=2)
     b = Batch.from_graphs([g, complete(5)])
     index, values = materialise("A ⊙ A²", b)
-    a = sps.block_diag([sps.csr_array(np.asarray(g.adjacency)), sps.csr_array(np.ones((5, 5)) - np.eye(5))]).tocsr()
+    k5 = sps.csr_array(np.ones((5, 5)) - np.eye(5))
+    a = sps.block_diag([sps.csr_array(np.asarray(g.adjacency)), k5]).tocsr()
     want = (a @ a).multiply(a).tocsr()
     got = sps.csr_array((values.numpy(), (index[0].numpy(), index[1].numpy())), shape=a.shape)
     assert abs(got - want).max() == 0
@@ -244,10 +245,11 @@ def test_float32_warns_past_two_to_the_24() -> None:
 
 
 def test_bad_graphs_keep_their_errors() -> None:
-    b = Batch(torch.tensor([[0, 1], [1, 2]]), torch.zeros(3, dtype=torch.int64), torch.tensor([0, 3]))
+    one_graph, ptr = torch.zeros(3, dtype=torch.int64), torch.tensor([0, 3])
+    b = Batch(torch.tensor([[0, 1], [1, 2]]), one_graph, ptr)
     with pytest.raises(GraphError, match="reverse"):
         compile("tr(A^3)")(b)
-    bad = Batch(torch.tensor([[0, 5], [5, 0]]), torch.zeros(3, dtype=torch.int64), torch.tensor([0, 3]))
+    bad = Batch(torch.tensor([[0, 5], [5, 0]]), one_graph, ptr)
     with pytest.raises(GraphError, match="node 5"):
         compile("tr(A^3)")(bad)
     with pytest.raises(GraphError, match="node 5"):
@@ -256,7 +258,8 @@ def test_bad_graphs_keep_their_errors() -> None:
 
 def test_exact_rationals_and_fractions() -> None:
     got = evaluate_sparse("A² 𝟏 / 3", [complete(4)])[0]
-    assert list(got) == [Fraction(9, 3)] * 4 and all(type(v) is int or v.denominator == 1 for v in got)
+    assert list(got) == [Fraction(9, 3)] * 4
+    assert all(type(v) is int or v.denominator == 1 for v in got)
     got = evaluate_sparse("tr(A^3) / 7", [complete(4)])[0]
     assert got == Fraction(24, 7)
 

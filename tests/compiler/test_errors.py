@@ -165,7 +165,7 @@ def test_inputs_are_checked_by_name_and_shape() -> None:
     k3 = Batch.from_graphs([complete(3)])
     for rows in (6, 5):
         bad = Batch(k3.edge_index, k3.batch, k3.ptr, torch.ones(rows, 1))
-        with pytest.raises(GraphError, match=r"\(3,\) or \(3, d\).*got \(%d,\)" % rows):
+        with pytest.raises(GraphError, match=rf"\(3,\) or \(3, d\).*got \({rows},\)"):
             model(bad)
     with pytest.raises(GraphError, match="unknown input 'hh'.*declares 'h'"):
         model(k3, inputs={"hh": torch.ones(3)})
