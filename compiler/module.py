@@ -440,7 +440,6 @@ class CompiledModule(nn.Module):
                 torch.tensor(w, device=ctx.device, dtype=ctx.dtype),
                 ctx.n,
                 symmetric=symmetric,
-                backend=ctx.backend,
             )
         item = torch.empty((), dtype=ctx.dtype).element_size()
         stats: list[Any] = [None] * len(self.plan.steps)

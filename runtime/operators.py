@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from runtime.sparse import csr_matrix, resolve_backend
+from runtime.sparse import csr_matrix
 
 
 class Operator:
@@ -23,11 +23,11 @@ class Operator:
         rowptr, col, value: sorted CSR arrays (``value`` of the dtype to compute in).
         n: rows and columns.
         symmetric: ``W = Wᵀ`` (checked by the caller).
-        backend: the interpreter's backend (kept for :meth:`to`); the products are torch's
-            CSR ``sparse.mm``/``mv`` on every backend: with the transpose built at most once,
-            they beat torch_sparse's ``spmm`` (3× at 16–64 channels on ER n = 10⁵, torch
-            2.13 CPU; ``benchmarks/README.md``), whose backward gathers its values and rows
-            through the transpose permutation on every call.
+
+    The products are torch's CSR ``sparse.mm``/``mv`` whatever the interpreter's backend: with
+    the transpose built at most once, they beat torch_sparse's ``spmm`` (3× at 16–64 channels
+    on ER n = 10⁵, torch 2.13 CPU; ``benchmarks/README.md``), whose backward gathers its values
+    and rows through the transpose permutation on every call.
 
     Shapes:
         X: ``(n,)`` or ``(n, d)``; out: the same.
@@ -41,11 +41,9 @@ class Operator:
         n: int,
         *,
         symmetric: bool,
-        backend: str = "torch",
     ) -> None:
         self.rowptr, self.col, self.value, self.n = rowptr, col, value, n
         self.symmetric = symmetric
-        self.backend = resolve_backend(backend)
         self._csr: Tensor | None = None
         self._t: Operator | None = self if symmetric else None
 
@@ -61,18 +59,10 @@ class Operator:
             t = self.csr.t().to_sparse_csr() if self.n else self.csr
             self._t = Operator(
                 t.crow_indices(), t.col_indices(), t.values(), self.n,
-                symmetric=False, backend=self.backend,
+                symmetric=False,
             )
             self._t._t = self
         return self._t
-
-    def to(self, dtype: torch.dtype) -> Operator:
-        if self.value.dtype == dtype:
-            return self
-        return Operator(
-            self.rowptr, self.col, self.value.to(dtype), self.n,
-            symmetric=self.symmetric, backend=self.backend,
-        )
 
     def matmul(self, x: Tensor) -> Tensor:
         """``W x`` with the gradient ``Wᵀ g`` in ``x``."""

@@ -13,6 +13,13 @@ def _of(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
     return [r for r in data["cases"] if r["group"] == group]
 
 
+def _section(title: str, text: str, headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A titled table with its explanation, or nothing when the group has no rows."""
+    if not rows:
+        return []
+    return [title, "", text, "", *_table(headers, rows)]
+
+
 def peer_markdown(data: dict[str, Any]) -> list[str]:
     """The peer groups' tables (empty where a group was not run)."""
     out: list[str] = []
@@ -41,32 +48,30 @@ def peer_markdown(data: dict[str, Any]) -> list[str]:
         for r in _of(data, "constants")
         if "ratios" in r
     ]
-    if rows:
-        out += ["## Graph constants vs GraphBLAS and scipy (`constants`)", ""]
-        out += [
+    out += _section(
+        "## Graph constants vs GraphBLAS and scipy (`constants`)",
+        (
             "matlang = the compiled module on a new batch (its graph-constant stage runs every "
             "call; validation off); graphblas = hand-written python-graphblas, masked "
             "`C(A.S) << A.mxm(A, plus_pair)`; scipy = `(A @ A).multiply(A)` on a CSR built from "
             "the sorted edges; LAGraph = triangles by `C(L.S) << L.mxm(L.T, plus_pair)` on the "
             "lower triangle (tr(A³) = 6 · triangles). Each starts from `edge_index`. Ratios: "
-            "matlang / peer, min times.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "graph",
-                "matlang min / med",
-                "graphblas",
-                "scipy",
-                "/ graphblas",
-                "/ scipy",
-                "LAGraph tri-count (ratio)",
-                "peak MiB m / gb / scipy",
-                "agree",
-            ],
-            rows,
-        )
+            "matlang / peer, min times."
+        ),
+        [
+            "sentence",
+            "graph",
+            "matlang min / med",
+            "graphblas",
+            "scipy",
+            "/ graphblas",
+            "/ scipy",
+            "LAGraph tri-count (ratio)",
+            "peak MiB m / gb / scipy",
+            "agree",
+        ],
+        rows,
+    )
     rows = [
         [
             SHORT_PEER[r["params"]["sentence"]],
@@ -82,30 +87,28 @@ def peer_markdown(data: dict[str, Any]) -> list[str]:
         for r in _of(data, "channels")
         if "ratios" in r
     ]
-    if rows:
-        out += ["## Feature channels, forward + backward, vs PyG (`channels`)", ""]
-        out += [
+    out += _section(
+        "## Feature channels, forward + backward, vs PyG (`channels`)",
+        (
             "(N, d) float32 features, `out.sum().backward()`. matlang: the compiled sentence "
             "on one reused, validated batch. PyG on prebuilt adjacencies: "
             "`torch_geometric.utils.spmm` on a `SparseTensor` and on a torch CSR tensor, "
             "`torch_sparse.matmul`; the L3 sentence's `A ⊙ A²` is a prebuilt weighted "
-            "adjacency. Ratio: matlang / the fastest PyG path.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "d",
-                "graphs",
-                "matlang",
-                "PyG spmm (SparseTensor)",
-                "PyG spmm (CSR)",
-                "torch_sparse matmul",
-                "ratio",
-                "agree",
-            ],
-            rows,
-        )
+            "adjacency. Ratio: matlang / the fastest PyG path."
+        ),
+        [
+            "sentence",
+            "d",
+            "graphs",
+            "matlang",
+            "PyG spmm (SparseTensor)",
+            "PyG spmm (CSR)",
+            "torch_sparse matmul",
+            "ratio",
+            "agree",
+        ],
+        rows,
+    )
     rows = [
         [
             SHORT_PEER[r["params"]["sentence"]],
@@ -119,26 +122,24 @@ def peer_markdown(data: dict[str, Any]) -> list[str]:
         for r in _of(data, "fresh")
         if "ratios" in r
     ]
-    if rows:
-        out += ["## A new batch vs a reused one (`fresh`)", ""]
-        out += [
+    out += _section(
+        "## A new batch vs a reused one (`fresh`)",
+        (
             "d = 16, forward + backward. reused: one validated batch (graph constants and "
             "operators remembered); fresh: a new batch every call (its memo emptied), with and "
-            "without validation.",
-            "",
-        ]
-        out += _table(
-            [
-                "sentence",
-                "graphs",
-                "reused",
-                "fresh, validate=True",
-                "fresh, validate=False",
-                "fresh+validate / reused",
-                "validation (fresh+v / fresh)",
-            ],
-            rows,
-        )
+            "without validation."
+        ),
+        [
+            "sentence",
+            "graphs",
+            "reused",
+            "fresh, validate=True",
+            "fresh, validate=False",
+            "fresh+validate / reused",
+            "validation (fresh+v / fresh)",
+        ],
+        rows,
+    )
     fits = constant_exponents(data["cases"])
     if fits:
         out += ["## Scaling of the graph-constant stage vs GraphBLAS (`constscaling`)", ""]
@@ -175,18 +176,16 @@ def peer_markdown(data: dict[str, Any]) -> list[str]:
         for r in _of(data, "layers")
         if "ratios" in r
     ]
-    if rows:
-        out += ["## SentenceConv vs PyG convolutions (`layers`)", ""]
-        out += [
+    out += _section(
+        "## SentenceConv vs PyG convolutions (`layers`)",
+        (
             "Width d → d, forward + backward (gradients into the weights and x). PyG on a "
             "prebuilt `adj_t` (`GCNConv(cached=True)`, `GINConv(Linear)`); SentenceConv on "
-            "`(x, edge_index, batch)` with its supports remembered on the batch.",
-            "",
-        ]
-        out += _table(
-            ["graphs", "d", "{A}", "GCNConv", "{A} / GCN", "{I, A}", "GINConv", "{I, A} / GIN"],
-            rows,
-        )
+            "`(x, edge_index, batch)` with its supports remembered on the batch."
+        ),
+        ["graphs", "d", "{A}", "GCNConv", "{A} / GCN", "{I, A}", "GINConv", "{I, A} / GIN"],
+        rows,
+    )
     return out
 
 
