@@ -12,6 +12,7 @@ This module is the front door: its names load their modules on first use (PEP 56
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +39,24 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'matlang' has no attribute {name!r}")
+def _lazy_getattr(
+    module: str, table: dict[str, str], namespace: dict[str, Any]
+) -> Callable[[str], Any]:
+    """A PEP 562 ``__getattr__`` for ``module``: a name of ``table`` (name → defining module)
+    is imported on first use and kept in ``namespace``; matlang, matlang.nn and
+    matlang.transforms are front doors built this way."""
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            value = getattr(import_module(table[name]), name)
+            namespace[name] = value
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 #: Above this many nodes, a graph given in a sparse form is evaluated on GraphBLAS.

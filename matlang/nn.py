@@ -12,8 +12,7 @@ sentences as graph features).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from matlang import _lazy_getattr
 
 #: Public name → the module that defines it.
 _LAZY = {
@@ -22,12 +21,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'matlang.nn' has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = list(_LAZY)

@@ -10,18 +10,12 @@ required.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from matlang import _lazy_getattr
 
 _LAZY = {"SentenceFeatures": "compiler.layers.transforms"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'matlang.transforms' has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = list(_LAZY)
