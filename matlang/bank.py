@@ -518,6 +518,23 @@ def witness(search: Search) -> ast.Expr | None:
     return ast.Mul(ones_t, ast.Mul(had, ast.Ones()))
 
 
+def witness_record(search: Search) -> dict[str, object] | None:
+    """A separated pair's witness as JSON — its text, AST size, the size ``--max-size`` bounds
+    (they differ for multiset readouts, whose power sum is bounded through the vector it
+    reads) and the readout — or None when the pair was not separated."""
+    w = witness(search)
+    if w is None or search.separation is None:
+        return None
+    from matlang.printer import to_text
+
+    return {
+        "witness": to_text(w),
+        "size": w.size,
+        "bank_size": search.separation.size,
+        "readout": search.separation.readout,
+    }
+
+
 # --------------------------------------------------------------------------- banks on graph sets
 
 

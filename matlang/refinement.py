@@ -185,6 +185,20 @@ def witness_program(t: int, k: int) -> str:
     return "\n".join(lines)
 
 
+def witness_record(run: Refinement) -> dict[str, object] | None:
+    """A separated pair's witness as JSON — round, power, the two values and the program — or
+    None when the pair was not separated."""
+    if run.separation is None:
+        return None
+    t, power = run.separation
+    return {
+        "round": t,
+        "power": power,
+        "values": list(run.values),
+        "witness": witness_program(t, power),
+    }
+
+
 def readouts(adjacencies: Sequence[np.ndarray], max_rounds: int, powers: int) -> np.ndarray:
     """The values ``s_{t,k}`` (t ≤ ``max_rounds``, k ≤ ``powers``) of every graph, as a
     (graphs, (max_rounds + 1) · powers) int64 array: the family's features of each graph."""

@@ -166,8 +166,7 @@ def bank_rows(
     progress: Progress = _identity,
 ) -> BrecResult:
     """The bank of ``fragment`` up to ``max_size`` on the chosen pairs, with witnesses."""
-    from matlang.bank import search_pair, witness
-    from matlang.printer import to_text
+    from matlang.bank import search_pair, witness_record
 
     chosen = select_pairs(data, pairs)
     start = time.perf_counter()
@@ -181,18 +180,10 @@ def bank_rows(
             max_size,
             multiset=multiset,
         )
-        w = witness(s)
+        found = witness_record(s)
         detail: dict[str, Any] = {"complete_size": s.complete_size, "truncated": s.truncated}
-        if w is not None and s.separation is not None:
-            # size: the witness's AST nodes; bank_size: what --max-size bounds (they differ for
-            # multiset readouts, whose power sum is bounded through the vector it reads).
-            detail |= {
-                "witness": to_text(w),
-                "size": w.size,
-                "bank_size": s.separation.size,
-                "readout": s.separation.readout,
-            }
-        outcomes.append(PairOutcome(k, data.category(k), w is not None, detail))
+        detail |= found or {}
+        outcomes.append(PairOutcome(k, data.category(k), found is not None, detail))
     settings = {"fragment": fragment.upper(), "max_size": max_size, "multiset": multiset}
     return BrecResult(f"bank-{fragment.upper()}", outcomes, time.perf_counter() - start, settings)
 
@@ -212,14 +203,7 @@ def refinement_rows(
         r = refinement.search_pair(data.graphs[i].adjacency, data.graphs[j].adjacency, max_rounds)
         detail: dict[str, Any] = {"rounds_run": r.rounds_run, "stable": r.stable}
         detail["values_per_round"] = r.colours
-        if r.separation is not None:
-            t, power = r.separation
-            detail |= {
-                "round": t,
-                "power": power,
-                "values": list(r.values),
-                "witness": refinement.witness_program(t, power),
-            }
+        detail |= refinement.witness_record(r) or {}
         outcomes.append(PairOutcome(k, data.category(k), r.separation is not None, detail))
     settings = {
         "fragment": "L3+",

@@ -129,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pair_set(args: argparse.Namespace) -> dict[str, Any]:
-    from matlang.bank import bank, search_pair, sentences, witness
-    from matlang.printer import to_text
+    from matlang.bank import bank, search_pair, sentences, witness_record
 
     graphs, pairs, cats = _pair_source(args.pairs)
     if args.limit is not None:
@@ -146,18 +145,12 @@ def _pair_set(args: argparse.Namespace) -> dict[str, Any]:
             args.max_size,
             multiset=not args.no_multiset,
         )
-        w = witness(s)
-        row: dict[str, Any] = {"pair": k, "separated": w is not None}
+        found = witness_record(s)
+        row: dict[str, Any] = {"pair": k, "separated": found is not None}
         if cats is not None:
             row["category"] = cats[k]
-        if w is not None and s.separation is not None:
-            row |= {
-                "witness": to_text(w),
-                "size": w.size,
-                "bank_size": s.separation.size,
-                "readout": s.separation.readout,
-                "graphs": [_g6(graphs[i]), _g6(graphs[j])],
-            }
+        if found is not None:
+            row |= found | {"graphs": [_g6(graphs[i]), _g6(graphs[j])]}
         elif s.truncated:
             row["complete_size"] = s.complete_size
         per_pair.append(row)
@@ -210,15 +203,9 @@ def _refinement(args: argparse.Namespace) -> dict[str, Any]:
         row: dict[str, Any] = {"pair": k, "separated": r.separation is not None}
         if cats is not None:
             row["category"] = cats[k]
-        if r.separation is not None:
-            t, power = r.separation
-            row |= {
-                "round": t,
-                "power": power,
-                "values": list(r.values),
-                "witness": refinement.witness_program(t, power),
-                "graphs": [_g6(graphs[i]), _g6(graphs[j])],
-            }
+        found = refinement.witness_record(r)
+        if found is not None:
+            row |= found | {"graphs": [_g6(graphs[i]), _g6(graphs[j])]}
         per_pair.append(row)
     out |= {"pairs": len(per_pair), "separated": sum(r["separated"] for r in per_pair)}
     if cats is not None:
