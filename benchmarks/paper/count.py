@@ -298,9 +298,12 @@ def variant_tags(
     options: Mapping[str, Any],
     tag: str | None,
 ) -> list[str]:
-    """File-name tags of a run whose model or loss is not the protocol's (``mean``,
-    ``layers5``, ``num_bands-5`` …), then ``--variant``'s own tag (epochs, batch size…)."""
-    tags = ["mean"] if reduction == "mean" else []
+    """File-name tags of a run whose protocol, model or loss is not the paper protocol's
+    (``authors``, ``mean``, ``layers5``, ``num_bands-5`` …), then ``--variant``'s own tag
+    (epochs, batch size…). The paper protocol's Table 2 files carry no tag, so a run under
+    another protocol never lands in (or is refused by) the file of another."""
+    tags = [protocol.name] if protocol.name != "paper" else []
+    tags += ["mean"] if reduction == "mean" else []
     tags += [f"layers{layers}"] if layers != protocol.conv_layers else []
     tags += [f"{k}-{str(v).lower()}" for k, v in sorted(options.items())]
     if tag is not None:

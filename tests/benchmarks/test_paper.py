@@ -400,8 +400,11 @@ def test_bench_count_append_adds_seeds(
     first = json.loads(capsys.readouterr().out)
     assert count("--seeds", "2", "--first-seed", "1", "--append") == 0
     out = json.loads(capsys.readouterr().out)
+    # the authors' protocol has its own file: it never shares the paper protocol's name
+    assert not (tmp_path / "count-paperlike-star-gin.limit12.json").exists()
+    authors_path = tmp_path / "count-paperlike-star-gin.limit12.authors.json"
+    rec = json.loads(authors_path.read_text())
     path = tmp_path / "count-paperlike-star-gin.limit12.json"
-    rec = json.loads(path.read_text())
     assert rec["seeds"] == [r["seed"] for r in rec["runs"]] == [0, 1, 2]
     assert rec["per_seed"] == [r["test_mse"] for r in rec["runs"]] == out["per_seed"]
     assert rec["per_seed"][0] == first["per_seed"][0]  # the earlier run, kept as it was
@@ -579,8 +582,11 @@ def test_bench_count_protocol_switch_records_every_setting(
     monkeypatch.setattr(train, "fit", real_fit)
     # a short run records every setting
     assert _count_cli(tmp_path, "--protocol", "authors", "--seeds", "1", "--limit", "12") == 0
+    # the authors' protocol has its own file: it never shares the paper protocol's name
+    assert not (tmp_path / "count-paperlike-star-gin.limit12.json").exists()
+    authors_path = tmp_path / "count-paperlike-star-gin.limit12.authors.json"
+    rec = json.loads(authors_path.read_text())
     path = tmp_path / "count-paperlike-star-gin.limit12.json"
-    rec = json.loads(path.read_text())
     cfg_rec = rec["config"]
     assert cfg_rec["count_protocol"] == "authors" and cfg_rec["conv_layers"] == 5
     assert (cfg_rec["epochs_max"], cfg_rec["batch_size"], cfg_rec["stop_below"]) == (1, 10, 0.0)
@@ -599,11 +605,13 @@ def test_bench_count_protocol_switch_records_every_setting(
     assert _count_cli(tmp_path, *extra) == 0
     merged = json.loads(path.read_text())
     assert merged["seeds"] == [0, 1] and merged["config"]["count_protocol"] == "paper"
+    # the authors' protocol appends to its own file, and the paper file keeps its seeds
     assert (
         _count_cli(tmp_path, "--protocol", "authors", *extra[:-3], "--first-seed", "2", "--append")
-        == 1
+        == 0
     )
-    assert "another config" in capsys.readouterr().err
+    assert json.loads(authors_path.read_text())["seeds"] == [0, 2]
+    assert json.loads(path.read_text())["seeds"] == [0, 1]
 
 
 @pytest.mark.skipif(not datasets.data_available("brec"), reason="BREC data not found")
