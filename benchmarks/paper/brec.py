@@ -249,6 +249,7 @@ def rpc_pair(
     """RPC on one pair: train a fresh model to separate ``a`` from ``b``, then the two T² tests."""
     import torch
 
+    from benchmarks.paper.train import adam
     from matlang.graphs import Graph
     from runtime.batch import Batch
     from runtime.models import build_model
@@ -280,7 +281,7 @@ def rpc_pair(
     ]
 
     model = build_model(model_name, 1, cfg.out_dim, config=cfg.config)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
     loss_fn = torch.nn.CosineEmbeddingLoss(margin=0.0)
     epochs_run, last_loss = 0, float("nan")

@@ -16,7 +16,7 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -174,6 +174,18 @@ class TrainResult:
     seconds: float
 
 
+def adam(params: Iterable[Tensor], lr: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+    """Adam with torch's fused kernel where every parameter allows it (floating, on CPU or
+    CUDA): the same update rule in one kernel over all tensors instead of six per tensor. The
+    reference models have 30–60 small parameter tensors, so the per-tensor loop was the largest
+    share of a small-batch step (GNNML3 at batch 10: 20 ms of ~45 ms, 4 ms fused)."""
+    params = list(params)
+    fused = bool(params) and all(
+        p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params
+    )
+    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused or None)
+
+
 def masked(pred: Tensor, y: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
     """The rows of ``pred`` and ``y`` a node mask keeps (all rows without a mask)."""
     if mask is None:
@@ -240,7 +252,7 @@ def fit(
     start = time.perf_counter()
     gen = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
+    opt = adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
     net = group.wrap(model) if params else model
     best = math.inf
     best_state = copy.deepcopy(model.state_dict())
@@ -367,6 +379,7 @@ def run_seeds(
 
 
 __all__ = [
+    "adam",
     "GraphSet",
     "LossFn",
     "SeedRun",

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
+from benchmarks.paper.train import adam
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -118,7 +119,7 @@ def train_fold(
     :mod:`benchmarks.paper.distributed`) and all of them return the same accuracies."""
     group = group or Group()
     net = group.wrap(model)
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    opt = adam(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
     train = list(train_idx)
     test_batch, test_y = _batch(graphs, test_idx), y[list(test_idx)]
