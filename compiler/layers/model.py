@@ -118,7 +118,7 @@ class SentenceGNN(nn.Module):
                 h = torch.relu(self.norms[i](h))
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
-            r = self.readout(h, edge_index, batch)
+            r = self.readout(h, edge_index, batch, num_graphs)
             # counts grow with the graph: a log keeps them on the scale of the features
             pooled.append(torch.sign(r) * torch.log1p(r.abs()))
         return self.head(torch.cat(pooled, 1))

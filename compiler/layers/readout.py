@@ -34,7 +34,8 @@ class SentenceReadout(nn.Module):
 
     Shapes:
         - **input:** node features :math:`(N, d)`, edge indices :math:`(2, E)`, batch vector
-          :math:`(N,)` (optional) — or one data object
+          :math:`(N,)` (optional), number of graphs ``G`` (optional; give it under
+          ``torch.compile``) — or one data object
         - **output:** :math:`(G, \text{out\_channels})` with ``out_channels = #constant
           sentences + d · #channel-wise sentences``
     """
@@ -70,20 +71,31 @@ class SentenceReadout(nn.Module):
         self._channel_key = stage_key("apply", self.channel_sentences, dense=dense, level="graph")
 
     def forward(
-        self, x: Any, edge_index: Tensor | None = None, batch: Tensor | None = None
+        self,
+        x: Any,
+        edge_index: Tensor | None = None,
+        batch: Tensor | None = None,
+        num_graphs: int | None = None,
     ) -> Tensor:
+        """``num_graphs`` (a data object's own, when given one) is the number of rows; without
+        it, the rows are counted from the batch vector, a graph break under ``torch.compile``."""
+        if num_graphs is None and not isinstance(x, Tensor):
+            num_graphs = getattr(x, "num_graphs", None)
         x, edge_index, batch = unpack(x, edge_index, batch, torch.get_default_dtype())
+        if batch is None and num_graphs is None:
+            num_graphs = 1
+        g = -1 if num_graphs is None else num_graphs
         parts = []
         if self.constant_sentences:
             parts.append(
-                graph_values(edge_index, batch, x.shape[0], self._constant_key).to(x.dtype)
+                graph_values(edge_index, batch, x.shape[0], self._constant_key, g).to(x.dtype)
             )
         if self.channel_sentences:
             if x.shape[1] != self.in_channels:
                 raise MatlangError(
                     f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
                 )
-            parts.append(apply_channels(x, edge_index, batch, self._channel_key))
+            parts.append(apply_channels(x, edge_index, batch, self._channel_key, num_graphs))
         return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
 
     def extra_repr(self) -> str:

@@ -11,19 +11,22 @@
   free input ``h`` evaluated on every channel of ``x`` by the Plan interpreter, differentiable
   in ``x`` through it.
 
-The graph-constant ops are ``torch.library`` custom ops: ``torch.compile`` sees one node per
-op, never traces into the sparse kernels, and their output shapes follow their inputs' (no
-data-dependent size), so a new batch shape does not recompile under ``dynamic=True``. A stage is
+Under ``torch.compile`` every stage is a ``torch.library`` custom op (the channel-wise one with
+a custom-op backward that reruns the interpreter with autograd on): the compiler sees one node
+per op, never traces into the sparse kernels, and their output shapes follow their inputs'
+(``N``, or a graph count the caller passes), so there is no graph break and a new batch shape
+does not recompile under ``dynamic=True``. A stage is
 named by a *key*, the JSON text of its sentences and options, from which it is rebuilt anywhere
 (an unpickled layer, another process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -165,7 +168,7 @@ class Stage:
             SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
             validate=False,
         )
-        outs = []
+        outs: list[Tensor] = []
         for text in self.sentences:
             m = self.module(text, x.dtype)
             name = m.plan.inputs[0]
@@ -296,30 +299,127 @@ torch.library.register_autograd(
 )
 
 
+def _rows(num_nodes: int, num_graphs: int, spec: dict[str, Any]) -> Any:
+    """The fake output's row count: ``N``, the given graph count, or a size known only at run
+    time (a graph break where the caller gives no ``num_graphs``)."""
+    if spec["level"] == "node":
+        return num_nodes
+    return num_graphs if num_graphs >= 0 else torch.library.get_ctx().new_dynamic_size()
+
+
+def _check_rows(value: Tensor, num_graphs: int, spec: dict[str, Any]) -> Tensor:
+    if spec["level"] == "graph" and num_graphs >= 0 and value.shape[0] != num_graphs:
+        raise GraphError(
+            f"num_graphs={num_graphs}, but the batch vector holds {value.shape[0]} graphs",
+            "num_graphs",
+        )
+    return value
+
+
 @torch.library.custom_op("matlang::graph_values", mutates_args=())
-def graph_values(edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str) -> Tensor:
-    """Values of input-free node or graph sentences (see :meth:`Stage.values`)."""
-    return stage(key).values(edge_index, batch, num_nodes).clone()
+def graph_values(
+    edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str, num_graphs: int = -1
+) -> Tensor:
+    """Values of input-free node or graph sentences (see :meth:`Stage.values`); a graph-level
+    stage has ``num_graphs`` rows (``-1``: however many the batch vector holds)."""
+    value = stage(key).values(edge_index, batch, num_nodes).clone()
+    return _check_rows(value, num_graphs, json.loads(key))
 
 
 @graph_values.register_fake
-def _(edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str) -> Tensor:
+def _(
+    edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str, num_graphs: int = -1
+) -> Tensor:
     spec = json.loads(key)
-    rows = num_nodes if spec["level"] == "node" else torch.library.get_ctx().new_dynamic_size()
+    rows = _rows(num_nodes, num_graphs, spec)
     return edge_index.new_empty(rows, len(spec["sentences"]), dtype=torch.float64)
 
 
-@torch.compiler.disable(recursive=True)
-def apply_channels(x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
-    """Channel-wise sentences (see :meth:`Stage.apply`), differentiable in ``x`` through the
-    Plan interpreter. ``torch.compile`` runs it eagerly: the interpreter's kernels are not
-    traceable yet, so a layer with channel-wise sentences has this one graph break."""
-    return stage(key).apply(x, edge_index, batch)
+def apply_channels(
+    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int | None = None
+) -> Tensor:
+    """Channel-wise sentences (see :meth:`Stage.apply`): ``x`` ``(N, d)`` → ``(N, K·d)`` (node
+    sentences) or ``(G, K·d)`` (graph sentences), differentiable in ``x``. Eagerly, autograd
+    records the Plan interpreter's steps; under ``torch.compile`` it is one opaque op
+    (:func:`channels_op`, whose backward is :func:`channels_vjp`): no graph break when the
+    output's rows are known (``N``, or the given ``num_graphs``), and no recompile per batch
+    shape."""
+    g = -1 if num_graphs is None else num_graphs
+    if torch.compiler.is_compiling():
+        return channels_op(x, edge_index, batch, key, g)
+    return _check_rows(stage(key).apply(x, edge_index, batch), g, json.loads(key))
+
+
+@torch.library.custom_op("matlang::apply_channels", mutates_args=())
+def channels_op(
+    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int = -1
+) -> Tensor:
+    """:func:`apply_channels` as a custom op (the interpreter's kernels are never traced)."""
+    return _check_rows(stage(key).apply(x, edge_index, batch), num_graphs, json.loads(key))
+
+
+@channels_op.register_fake
+def _(
+    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int = -1
+) -> Tensor:
+    spec = json.loads(key)
+    width = len(spec["sentences"]) * x.shape[1]
+    return x.new_empty(_rows(x.shape[0], num_graphs, spec), width)
+
+
+@torch.library.custom_op("matlang::apply_channels_vjp", mutates_args=())
+def channels_vjp(
+    grad: Tensor, x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str
+) -> Tensor:
+    """``∂⟨grad, apply_channels(x)⟩ / ∂x``: the interpreter run again with autograd on."""
+    with _autograd_recording():
+        t = x.detach().requires_grad_(True)
+        y = stage(key).apply(t, edge_index, batch)
+        (g,) = torch.autograd.grad(y, t, grad, allow_unused=True)
+    return torch.zeros_like(x) if g is None else g
+
+
+@contextlib.contextmanager
+def _autograd_recording() -> Iterator[None]:
+    """Autograd records again inside. A custom op's body runs with the autograd dispatch keys
+    excluded (it is below autograd), so ``torch.enable_grad`` alone records nothing; and
+    ``torch.func.vjp`` would, but the interpreter's ``autograd.Function`` s are not
+    functorch-ready. Private torch API (``_ForceDispatchKeyGuard``), checked by the tests."""
+    keys = torch._C.DispatchKey
+    excluded = torch._C._dispatch_tls_local_exclude_set()
+    for k in ("AutogradFunctionality", "AutogradOther", "AutogradNestedTensor", "ADInplaceOrView"):
+        excluded = excluded.remove(getattr(keys, k))
+    include = torch._C._dispatch_tls_local_include_set()
+    with torch._C._ForceDispatchKeyGuard(include, excluded), torch.enable_grad():
+        yield
+
+
+@channels_vjp.register_fake
+def _(grad: Tensor, x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    return torch.empty_like(x)
+
+
+def _setup_channels(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    x, edge_index, batch, key, _ = inputs
+    ctx.save_for_backward(x, edge_index, batch)
+    ctx.key = key
+
+
+def _backward_channels(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None, None]:
+    x, edge_index, batch = ctx.saved_tensors
+    return channels_vjp(grad, x, edge_index, batch, ctx.key), None, None, None, None
+
+
+torch.library.register_autograd(
+    "matlang::apply_channels", _backward_channels, setup_context=_setup_channels
+)
 
 
 __all__ = [
     "Stage",
     "apply_channels",
+    "channels_op",
+    "channels_vjp",
     "propagate_supports",
     "graph_values",
     "make_batch",
