@@ -117,10 +117,12 @@ SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data
 
 @dataclass(frozen=True)
 class Parts:
-    """What a run adds to its file when the unit is not a seed (the TU table: folds).
+    """What a run adds to its file when the unit is not a seed (the TU table: a fold of a
+    seed).
 
     Args:
-        key: the field of each entry of ``runs`` that names its part (``"fold"``).
+        key: the field of each entry of ``runs`` that names its part (``"fold"``), or the
+            fields whose values together do (``("seed", "fold")``: a part is a pair).
         planned: every part the file is for (``1..10``); the ones absent make it partial.
         this_run: the parts this run trains.
         merge: ``merge(path, old, record)``: the file with this run's parts added (it
@@ -128,18 +130,29 @@ class Parts:
         resume: the option that adds parts, for messages (``"--folds A:B"``).
     """
 
-    key: str
+    key: str | tuple[str, ...]
     planned: list[Any]
     this_run: list[Any]
     merge: Callable[[Path, dict[str, Any], dict[str, Any]], dict[str, Any]]
     resume: str
 
+    def of(self, run: dict[str, Any]) -> Any:
+        """The part an entry of ``runs`` is."""
+        if isinstance(self.key, str):
+            return run.get(self.key)
+        return tuple(run.get(k) for k in self.key)
+
+    @property
+    def name(self) -> str:
+        """The parts' name in messages and in ``partial``: ``fold``, ``seed_fold``."""
+        return self.key if isinstance(self.key, str) else "_".join(self.key)
+
 
 def check_new_parts(path: Path, old: dict[str, Any], parts: Parts) -> None:
-    have = {r.get(parts.key) for r in old.get("runs", [])}
+    have = {parts.of(r) for r in old.get("runs", [])}
     both = sorted(have & set(parts.this_run))
     if both:
-        raise MatlangError(f"--append: {path} already has {parts.key}(s) {both}")
+        raise MatlangError(f"--append: {path} already has {parts.name}(s) {both}")
 
 
 class ResultFile:
@@ -235,17 +248,17 @@ class ResultFile:
             try:
                 record = parts.merge(self.path, self.old, record)
             except MatlangError as e:  # keep what was trained: beside the file, not in it
-                aside = self.path.with_name(f"{self.path.stem}.new-{parts.key}s.json")
+                aside = self.path.with_name(f"{self.path.stem}.new-{parts.name}s.json")
                 write_json(aside, record)
                 raise MatlangError(f"{e}. This run's results are in {aside}") from None
         record.pop("partial", None)
-        have = {r.get(parts.key) for r in record.get("runs", [])}
+        have = {parts.of(r) for r in record.get("runs", [])}
         missing = [p for p in parts.planned if p not in have]
         if missing:
             record["partial"] = {
-                f"missing_{parts.key}s": missing,
-                "note": f"not every {parts.key} ran: add the missing ones with --append "
-                f"{parts.resume}",
+                f"missing_{parts.name}s": missing,
+                "note": f"not every {parts.name.replace('_', '/')} ran: add the missing ones "
+                f"with --append {parts.resume}",
             }
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -284,9 +297,9 @@ class ResultFile:
                 where = "nothing written"
             return f"interrupted: no finished seed saved, {where}"
         if self.parts is not None:
-            missing = self.saved.get("partial", {}).get(f"missing_{self.parts.key}s", [])
+            missing = self.saved.get("partial", {}).get(f"missing_{self.parts.name}s", [])
             return (
-                f"interrupted: {self.parts.key}s {missing} missing in {self.path} (partial); "
+                f"interrupted: {self.parts.name}s {missing} missing in {self.path} (partial); "
                 f"go on with --append {self.parts.resume}"
             )
         missing = self.saved.get("partial", {}).get("missing_seeds", [])

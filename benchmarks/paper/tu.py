@@ -5,7 +5,10 @@ Protocol (the paper follows GIN, Xu et al. 2019): on each fold, train for a fixe
 epochs with Adam on the cross-entropy, recording the test-fold accuracy after every epoch; the
 reported epoch is the one where the accuracy averaged over the folds is highest, and the number
 is that mean ± the standard deviation over the folds at that epoch. The last epoch's mean ± std
-is recorded beside it (no selection on the test folds at all).
+is recorded beside it (no selection on the test folds at all). With several seeds
+(``--seeds N --first-seed S``: every fold trained from each seed), a fold's curve is the mean of
+its seeds' curves before that selection, so the spread stays the one over folds; each seed's
+own summary is recorded under ``per_seed``.
 
 Models: every reference model (``classify`` configuration, one-hot node labels as features,
 no edge features), ``sentence`` (:class:`~compiler.layers.model.SentenceGNN`: SentenceConv
@@ -18,12 +21,13 @@ each node). Training runs data-parallel with ``--nproc P`` (:mod:`benchmarks.pap
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -149,25 +153,50 @@ def train_fold(
 
 @dataclass
 class TUResult:
-    """Per fold, the test accuracy after every epoch; the paper's and the last-epoch summary."""
+    """Per trained (seed, fold), the test accuracy after every epoch; the paper's and the
+    last-epoch summary over the folds (a fold's curve: the mean over its seeds)."""
 
     curves: list[list[float]]
     folds: list[int]
     seconds: list[float]
     parameters: int
+    #: the seed of each curve (all ``0`` when not given)
+    seeds: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            self.seeds = [0] * len(self.curves)
+
+    def fold_curves(self) -> list[list[float]]:
+        """One curve per fold (in fold order): the mean of that fold's seeds' curves."""
+        by_fold: dict[int, list[list[float]]] = {}
+        for k, c in zip(self.folds, self.curves):
+            by_fold.setdefault(k, []).append(c)
+        return [np.mean(np.asarray(by_fold[k]), 0).tolist() for k in sorted(by_fold)]
 
     def at(self, epoch: int) -> list[float]:
-        return [c[epoch] for c in self.curves]
+        return [c[epoch] for c in self.fold_curves()]
 
     @property
     def best_epoch(self) -> int:
         """0-based epoch of the highest mean accuracy over the folds."""
-        means = np.mean(np.asarray(self.curves), 0)
+        means = np.mean(np.asarray(self.fold_curves()), 0)
         return int(np.argmax(means))
+
+    def of_seed(self, seed: int) -> TUResult:
+        keep = [i for i, s in enumerate(self.seeds) if s == seed]
+        return TUResult(
+            [self.curves[i] for i in keep],
+            [self.folds[i] for i in keep],
+            [self.seconds[i] for i in keep],
+            self.parameters,
+            [seed] * len(keep),
+        )
 
     def summary(self) -> dict[str, Any]:
         if not self.curves:
             return {}
+        n_folds = len(set(self.folds))
         best, last = self.at(self.best_epoch), self.at(len(self.curves[0]) - 1)
 
         def std(v: list[float]) -> float:
@@ -179,8 +208,15 @@ class TUResult:
             "best_epoch": self.best_epoch + 1,
             "last_epoch_mean_accuracy": 100 * statistics.fmean(last),
             "last_epoch_std_accuracy": std(last),
-            "folds": len(self.curves),
+            "folds": n_folds,
         }
+
+    def per_seed(self) -> list[dict[str, Any]]:
+        """Each seed's own summary (its folds only), when there are several seeds."""
+        seeds = sorted(set(self.seeds))
+        if len(seeds) < 2:
+            return []
+        return [{"seed": s, **self.of_seed(s).summary()} for s in seeds]
 
 
 def _run(
@@ -189,6 +225,7 @@ def _run(
     model: str,
     folds: Sequence[int],
     settings: TUSettings,
+    seeds: Sequence[int] | None = None,
     on_fold: Callable[[TUResult], None] | None = None,
 ) -> TUResult:
     from runtime.datasets import load_tu
@@ -198,22 +235,25 @@ def _run(
     y = torch.as_tensor(tu.y, dtype=torch.int64)
     in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
     classes = int(tu.y.max()) + 1
-    res = TUResult([], [], [], 0)
-    for k in folds:
-        torch.manual_seed(settings.seed)  # every fold (and every process) starts alike
-        net = build(model, in_dim, classes)
-        res.parameters = sum(p.numel() for p in net.parameters() if p.requires_grad)
-        start = time.perf_counter()
-        train_idx, test_idx = tu.folds[k - 1]
-        curve = train_fold(
-            net, graphs, y, train_idx.tolist(), test_idx.tolist(), settings, group,
-            desc=f"{dataset} {model} fold {k}",
-        )  # fmt: skip
-        res.curves.append(curve)
-        res.folds.append(k)
-        res.seconds.append(time.perf_counter() - start)
-        if on_fold is not None and group.is_main:
-            on_fold(res)
+    res = TUResult([], [], [], 0, [])
+    for seed in [settings.seed] if seeds is None else seeds:
+        cfg = dataclasses.replace(settings, seed=seed)
+        for k in folds:
+            torch.manual_seed(seed)  # every fold (and every process) starts alike
+            net = build(model, in_dim, classes)
+            res.parameters = sum(p.numel() for p in net.parameters() if p.requires_grad)
+            start = time.perf_counter()
+            train_idx, test_idx = tu.folds[k - 1]
+            curve = train_fold(
+                net, graphs, y, train_idx.tolist(), test_idx.tolist(), cfg, group,
+                desc=f"{dataset} {model} seed {seed} fold {k}",
+            )  # fmt: skip
+            res.curves.append(curve)
+            res.folds.append(k)
+            res.seconds.append(time.perf_counter() - start)
+            res.seeds.append(seed)
+            if on_fold is not None and group.is_main:
+                on_fold(res)
     return res
 
 
@@ -241,11 +281,13 @@ def run_tu(
     *,
     folds: Sequence[int] = range(1, 11),
     settings: TUSettings | None = None,
+    seeds: Sequence[int] | None = None,
     nproc: int = 1,
     on_fold: Callable[[TUResult], None] | None = None,
 ) -> TUResult:
-    """Train ``model`` on the given folds of ``dataset`` (``nproc`` data-parallel processes;
-    ``on_fold`` sees the folds done so far, in process 0, only when ``nproc == 1``)."""
+    """Train ``model`` on the given folds of ``dataset`` from each seed (default: the
+    settings' one), seed by seed (``nproc`` data-parallel processes; ``on_fold`` sees the
+    (seed, fold) runs done so far, in process 0, only when ``nproc == 1``)."""
     if dataset not in DATASETS:
         raise MatlangError(f"no TU dataset {dataset!r}; known: {', '.join(DATASETS)}")
     if model not in model_choices():
@@ -254,7 +296,14 @@ def run_tu(
     if bad:
         raise MatlangError(f"folds are 1..10, got {bad}")
     cfg = settings or TUSettings()
-    body = functools.partial(_run, dataset=dataset, model=model, folds=list(folds), settings=cfg)
+    body = functools.partial(
+        _run,
+        dataset=dataset,
+        model=model,
+        folds=list(folds),
+        settings=cfg,
+        seeds=None if seeds is None else list(seeds),
+    )
     group = from_environment()  # torchrun started the processes
     if group is not None or nproc == 1:
         return body(group or Group(), on_fold=on_fold)
@@ -274,31 +323,49 @@ def _folds(text: str | None) -> list[int]:
         raise MatlangError(f"--folds takes K or A:B (1..10), got {text!r}") from None
 
 
+def _seeds(args: argparse.Namespace) -> list[int]:
+    """The seeds of ``--first-seed S --seeds N`` (``--seed K``: the one seed ``K``)."""
+    if args.seeds < 1:
+        raise MatlangError(f"--seeds takes a positive number, got {args.seeds}")
+    if getattr(args, "seed", None) is not None:
+        if args.first_seed != 0 or args.seeds != 1:
+            raise MatlangError("--seed K is --first-seed K --seeds 1: give one or the other")
+        return [args.seed]
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
 def merge_folds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """A TU result file with ``record``'s folds added: the summary over every fold (the best
-    epoch is chosen again over all of them) and the earlier run's provenance under
-    ``"earlier"``. Same settings and new folds, or an error."""
-    for key in ("bench", "dataset", "model", "config", "seeds"):
+    """A TU result file with ``record``'s (seed, fold) runs added: the summary over every run
+    (the best epoch is chosen again over all of them) and the earlier run's provenance under
+    ``"earlier"``. Same settings and new (seed, fold) pairs, or an error."""
+    for key in ("bench", "dataset", "model", "config"):
         if old.get(key) != record.get(key):
             raise MatlangError(
                 f"--append: {path} was run with another {key} "
                 f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force to "
                 "replace it, or with --out to keep both"
             )
-    both = sorted({r["fold"] for r in old["runs"]} & {r["fold"] for r in record["runs"]})
+
+    def pair(r: dict[str, Any]) -> tuple[int, int]:
+        return r.get("seed", 0), r["fold"]
+
+    both = sorted({pair(r) for r in old["runs"]} & {pair(r) for r in record["runs"]})
     if both:
-        raise MatlangError(f"--append: {path} already has fold(s) {both}")
-    runs = sorted(old["runs"] + record["runs"], key=lambda r: r["fold"])
+        raise MatlangError(f"--append: {path} already has seed_fold(s) {both}")
+    runs = sorted(old["runs"] + record["runs"], key=pair)
     res = TUResult(
         [r["curve"] for r in runs],
         [r["fold"] for r in runs],
         [r["seconds"] for r in runs],
         record.get("model_info", {}).get("parameters", 0),
+        [r.get("seed", 0) for r in runs],
     )
-    provenance = ("command", "wall_seconds", "finished", "versions", "git_commit")
+    provenance = ("seeds", "command", "wall_seconds", "finished", "versions", "git_commit")
     return {
         **record,
         **res.summary(),
+        "seeds": sorted(set(res.seeds)),
+        "per_seed": res.per_seed(),
         "runs": runs,
         "earlier": [{k: old.get(k) for k in provenance}, *old.get("earlier", [])],
     }
@@ -313,12 +380,13 @@ def bench(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     folds = _folds(args.folds)
+    seeds = _seeds(args)
     settings = TUSettings(
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
         weight_decay=args.weight_decay,
-        seed=args.seed,
+        seed=seeds[0],
         progress=not args.no_progress,
     )
     config = {
@@ -339,8 +407,16 @@ def bench(args: argparse.Namespace) -> int:
     whole = args.append or folds == list(range(1, 11))
     variant = None if whole else f"folds{folds[0]}-{folds[-1]}"
     name = result_name("tu", args.dataset, None, args.model, variant)
-    parts = Parts("fold", config["folds"], folds, merge_folds, "--folds A:B")
-    out = ResultFile(args, name, config, [settings.seed], parts=parts)
+    # a part is a (seed, fold) pair; the file is for every fold of each of its seeds
+    seeds_of_file = sorted(set(seeds) | set(_file_seeds(Path(args.out) / name, args)))
+    parts = Parts(
+        ("seed", "fold"),
+        [(s, k) for s in seeds_of_file for k in config["folds"]],
+        [(s, k) for s in seeds for k in folds],
+        merge_folds,
+        "--first-seed S --seeds N --folds A:B",
+    )
+    out = ResultFile(args, name, config, seeds, parts=parts)
 
     def record(res: TUResult) -> dict[str, Any]:
         return {
@@ -349,10 +425,11 @@ def bench(args: argparse.Namespace) -> int:
             "model": args.model,
             **res.summary(),
             "paper": dict(zip(("mean", "std"), PAPER_TU.get(args.model, {}).get(args.dataset, ()))),
-            "seeds": [settings.seed],
+            "seeds": sorted(set(res.seeds)),
+            "per_seed": res.per_seed(),
             "runs": [
-                {"seed": settings.seed, "fold": k, "curve": c, "seconds": round(s, 3)}
-                for k, c, s in zip(res.folds, res.curves, res.seconds)
+                {"seed": sd, "fold": k, "curve": c, "seconds": round(s, 3)}
+                for sd, k, c, s in zip(res.seeds, res.folds, res.curves, res.seconds)
             ],
             "config": config,
             "model_info": {"parameters": res.parameters},
@@ -364,6 +441,7 @@ def bench(args: argparse.Namespace) -> int:
             args.model,
             folds=folds,
             settings=settings,
+            seeds=seeds,
             nproc=args.nproc,
             on_fold=lambda partial: save(record(partial)),
         )
@@ -371,6 +449,16 @@ def bench(args: argparse.Namespace) -> int:
         return record(res), res.summary()
 
     return out.run(run)
+
+
+def _file_seeds(path: Path, args: argparse.Namespace) -> list[int]:
+    """The seeds already in the file ``--append`` adds to (none without it, or no file)."""
+    if not getattr(args, "append", False) or args.no_save or not path.is_file():
+        return []
+    try:
+        return [int(s) for s in json.loads(path.read_text(encoding="utf-8")).get("seeds", [])]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []  # ResultFile reports an unreadable file
 
 
 # --------------------------------------------------------------------------- report
@@ -408,7 +496,7 @@ def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
             # the file with the most folds (a --folds A:B file of its own only if it is all)
             r = max(
                 (r for r in rows if r["model"] == m and r["dataset"] == d),
-                key=lambda r: len(r.get("runs", [])),
+                key=lambda r: (len({x["fold"] for x in r.get("runs", [])}), len(r.get("runs", []))),
                 default=None,
             )
             ours = "–"
@@ -417,9 +505,13 @@ def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
                     f"{r['mean_accuracy']:.1f} ± {r['std_accuracy']:.1f} "
                     f"({r['last_epoch_mean_accuracy']:.1f})"
                 )
-                ran = sorted(x["fold"] for x in r.get("runs", []))
+                ran = sorted({x["fold"] for x in r.get("runs", [])})
                 if ran != list(range(1, 11)):
                     ours += f" [folds {fold_ranges(ran)} only]"
+                elif r.get("partial"):
+                    ours += " [some seeds miss folds]"
+                if len(r.get("seeds", [])) > 1:
+                    ours += f" [{len(r['seeds'])} seeds]"
             paper = PAPER_TU.get(m, {}).get(d)
             cells.append(f"{ours} / {'–' if paper is None else f'{paper[0]} ± {paper[1]}'}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")

@@ -117,7 +117,11 @@ def register(sub: Any) -> None:
     tu.add_argument("--dataset", choices=("mutag", "proteins", "enzymes", "ptc"), required=True)
     _common(tu, seeds=1)
     _training(tu, epochs=100, batch_size=32)
-    tu.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
+    tu.add_argument(
+        "--seed",
+        type=int,
+        help="one seed of the weights and the batches (= --first-seed K --seeds 1)",
+    )
     tu.add_argument(
         "--folds",
         metavar="A:B",

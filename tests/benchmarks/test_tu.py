@@ -39,6 +39,21 @@ def test_summary_selects_the_epoch_of_best_mean_accuracy() -> None:
     assert s["last_epoch_std_accuracy"] == pytest.approx(10.0)
 
 
+def test_summary_over_seeds_averages_each_fold_first() -> None:
+    """Two seeds on two folds: a fold's curve is its seeds' mean, the spread is over folds."""
+    curves = [[0.5, 0.9], [0.7, 0.8], [0.7, 0.5], [0.9, 0.5]]
+    res = TUResult(curves, [1, 2, 1, 2], [0.0] * 4, 10, [0, 0, 1, 1])
+    s = res.summary()  # fold 1: [0.6, 0.7], fold 2: [0.8, 0.65]: epoch 1 (0.7 > 0.675)
+    assert [v for c in res.fold_curves() for v in c] == pytest.approx([0.6, 0.7, 0.8, 0.65])
+    assert s["folds"] == 2 and s["best_epoch"] == 1 and s["mean_accuracy"] == pytest.approx(70)
+    assert s["std_accuracy"] == pytest.approx(10.0)
+    assert s["last_epoch_std_accuracy"] == pytest.approx(2.5)
+    per = res.per_seed()
+    assert [p["seed"] for p in per] == [0, 1]
+    assert per[0]["best_epoch"] == 2 and per[0]["mean_accuracy"] == pytest.approx(85)
+    assert per[1]["best_epoch"] == 1 and per[1]["mean_accuracy"] == pytest.approx(80)
+
+
 def test_shards_cover_a_batch_once() -> None:
     batch = list(range(7))
     parts = [Group(r, 3).shard(batch) for r in range(3)]
@@ -104,7 +119,7 @@ def test_append_adds_folds_to_the_ten_fold_file(tmp_path, capsys) -> None:  # ty
     path = tmp_path / "tu-mutag-mlp.json"
     assert bench("--folds", "3", "--append") == 0  # no file yet: the first piece starts it
     first = json.loads(path.read_text())
-    assert first["partial"]["missing_folds"] == [1, 2, *range(4, 11)]
+    assert first["partial"]["missing_seed_folds"] == [[0, k] for k in [1, 2, *range(4, 11)]]
     assert first["config"]["folds"] == list(range(1, 11))
     capsys.readouterr()
     assert bench("--folds", "1:2", "--append") == 0
@@ -117,13 +132,55 @@ def test_append_adds_folds_to_the_ten_fold_file(tmp_path, capsys) -> None:  # ty
     means = [sum(r["curve"][e] for r in data["runs"]) / 3 for e in range(2)]
     assert data["best_epoch"] == 1 + means.index(max(means))
     assert data["mean_accuracy"] == pytest.approx(100 * max(means))
-    assert data["partial"]["missing_folds"] == list(range(4, 11))
+    assert data["partial"]["missing_seed_folds"] == [[0, k] for k in range(4, 11)]
     capsys.readouterr()
     assert bench("--folds", "2:4", "--append") == 1
-    assert "already has fold(s) [2, 3]" in capsys.readouterr().err
+    assert "already has seed_fold(s) [(0, 2), (0, 3)]" in capsys.readouterr().err
     assert bench("--folds", "4", "--append", "--epochs", "1") == 1
     assert "epochs = 2, this run has 1" in capsys.readouterr().err
     assert json.loads(path.read_text()) == data  # refused runs leave the file alone
     # the report names the folds that ran
     section = "\n".join(tu_section([data]))
     assert "[folds 1–3 only]" in section and f"{data['mean_accuracy']:.1f}" in section
+
+
+@pytest.mark.data
+@needs_mutag
+def test_seeds_train_every_fold_and_append_adds_seeds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``--seeds N --first-seed S`` trains each fold from each seed, records the seed of every
+    run, and ``--append`` adds seeds; a seed's runs are those of a ``--seed K`` run alone."""
+    from matlang.cli import main
+
+    def bench(*extra: str, out: str = "a") -> int:
+        return main(
+            ["bench", "tu", "--dataset", "mutag", "--model", "sentence", "--epochs", "2",
+             "--folds", "1", "--out", str(tmp_path / out), "--no-progress", "--json", *extra]
+        )  # fmt: skip
+
+    path = tmp_path / "a" / "tu-mutag-sentence.json"  # the 10-fold file, started by fold 1
+    assert bench("--seeds", "2", "--append") == 0
+    two = json.loads(path.read_text())
+    assert two["seeds"] == [0, 1] and [(r["seed"], r["fold"]) for r in two["runs"]] == [
+        (0, 1),
+        (1, 1),
+    ]
+    c0, c1 = (r["curve"] for r in two["runs"])
+    assert c0 != c1  # the seed reaches the weights and the batches
+    assert [p["seed"] for p in two["per_seed"]] == [0, 1]
+    assert two["mean_accuracy"] == pytest.approx(100 * max((a + b) / 2 for a, b in zip(c0, c1)))
+    assert bench("--seed", "1", out="b") == 0
+    alone = json.loads((tmp_path / "b" / "tu-mutag-sentence.folds1-1.json").read_text())
+    assert alone["seeds"] == [1] and alone["runs"][0]["curve"] == c1
+    capsys.readouterr()
+    assert bench("--append", "--first-seed", "2") == 0
+    three = json.loads(path.read_text())
+    assert three["seeds"] == [0, 1, 2] and [r["seed"] for r in three["runs"]] == [0, 1, 2]
+    assert three["runs"][:2] == two["runs"] and three["earlier"][0]["seeds"] == [0, 1]
+    missing = three["partial"]["missing_seed_folds"]
+    assert missing == [[s, k] for s in range(3) for k in range(2, 11)]
+    capsys.readouterr()
+    assert bench("--append", "--first-seed", "1", "--seeds", "2") == 1
+    assert "already has seed_fold(s) [(1, 1), (2, 1)]" in capsys.readouterr().err
+    assert bench("--seed", "3", "--seeds", "2", out="c") == 1
+    assert "--seed K is --first-seed K --seeds 1" in capsys.readouterr().err
+    assert json.loads(path.read_text()) == three
