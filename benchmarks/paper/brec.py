@@ -219,16 +219,86 @@ def refinement_rows(
 # --------------------------------------------------------------------------- RPC
 
 
+def relabellings(n: int, count: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``count`` random permutations of ``0..n-1`` (node ``u`` of a copy is node ``p[u]``)."""
+    return [rng.permutation(n) for _ in range(count)]
+
+
+def relabel(adjacency: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """``P A Pᵀ``: the graph with node ``u`` the old node ``perm[u]``."""
+    return np.ascontiguousarray(adjacency[np.ix_(perm, perm)])
+
+
 def permuted_copies(
     adjacency: np.ndarray, count: int, rng: np.random.Generator
 ) -> list[np.ndarray]:
     """``count`` random relabellings ``P A Pᵀ`` of a graph."""
-    n = adjacency.shape[0]
-    out = []
-    for _ in range(count):
-        p = rng.permutation(n)
-        out.append(np.ascontiguousarray(adjacency[np.ix_(p, p)]))
-    return out
+    return [relabel(adjacency, p) for p in relabellings(adjacency.shape[0], count, rng)]
+
+
+def relabel_supports(sup: Any, perm: np.ndarray) -> Any:
+    """GNNML3 supports of one graph (:class:`runtime.preprocess.Supports`, local ids) carried
+    to its relabelling ``perm``: entry ``(i, j)`` becomes ``(π⁻¹(i), π⁻¹(j))``, re-sorted
+    row-major as :func:`runtime.preprocess.gnnml3_supports` stores them. The supports are
+    matrix functions of the graph, so this is what recomputing them on the relabelled graph
+    gives, without the eigendecomposition (equal up to rounding; tests check it)."""
+    import torch
+
+    from runtime.preprocess import Supports
+
+    n = len(perm)
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n)
+    ei = sup.edge_index.numpy()
+    rows, cols = inv[ei[0]], inv[ei[1]]
+    order = np.argsort(rows * n + cols, kind="stable")
+    edge_index = torch.from_numpy(np.stack([rows[order], cols[order]]))
+    attr = sup.edge_attr[torch.from_numpy(order)]
+    return Supports(edge_index, attr, sup.names, sup.error_bound, sup.order)
+
+
+class SharedInputs:
+    """A model's per-graph preprocessing computed once per *base* graph and carried to every
+    relabelling, given to the model as the inputs it would otherwise compute itself: ChebNet's
+    ``lambda_max`` (invariant) and GNNML3's ``supports`` (permuted, :func:`relabel_supports`).
+    RPC feeds a model 128 relabellings of two graphs; recomputing a spectrum for each is waste.
+    Models without per-graph preprocessing get no inputs."""
+
+    def __init__(self, model: Any, bases: Sequence[np.ndarray]) -> None:
+        from matlang.graphs import Graph
+        from runtime.models.chebnet import ChebNet
+        from runtime.models.gnnml3 import GNNML3
+        from runtime.preprocess import gnnml3_supports, lambda_max
+
+        self.kind: str | None = None
+        self.values: list[Any] = []
+        graphs = [Graph(np.asarray(a, dtype=np.int64)) for a in bases]
+        if isinstance(model, ChebNet):
+            self.kind = "lambda_max"
+            self.values = [lambda_max(g, model.config.basis) for g in graphs]
+        elif isinstance(model, GNNML3):
+            self.kind = "supports"
+            self.values = [gnnml3_supports(g, model.config.support) for g in graphs]
+        self.dtype = model.dtype
+
+    def batch_inputs(self, members: Sequence[tuple[int, np.ndarray]]) -> dict[str, Any]:
+        """The inputs of a batch whose graphs are ``(base, perm)`` relabellings, in order."""
+        import torch
+
+        from runtime.preprocess import Supports
+
+        if self.kind == "lambda_max":
+            lam = [self.values[base] for base, _ in members]
+            return {"lambda_max": torch.tensor(lam, dtype=torch.float64)}
+        if self.kind == "supports":
+            parts = [relabel_supports(self.values[base], perm) for base, perm in members]
+            offsets = np.cumsum([0] + [len(perm) for _, perm in members])[:-1]
+            ei = torch.cat([p.edge_index + int(o) for p, o in zip(parts, offsets, strict=True)], 1)
+            attr = torch.cat([p.edge_attr for p in parts], 0).to(self.dtype)
+            bound = max(p.error_bound for p in parts)
+            order = max(p.order for p in parts)
+            return {"supports": Supports(ei, attr, parts[0].names, bound, order)}
+        return {}
 
 
 def t_squared(x: np.ndarray, y: np.ndarray) -> float:
@@ -245,8 +315,15 @@ def rpc_pair(
     b: np.ndarray,
     seed: int,
     cfg: RPCConfig = RPCConfig(),
+    *,
+    share_preprocessing: bool = True,
 ) -> dict[str, Any]:
-    """RPC on one pair: train a fresh model to separate ``a`` from ``b``, then the two T² tests."""
+    """RPC on one pair: train a fresh model to separate ``a`` from ``b``, then the two T² tests.
+
+    ``share_preprocessing``: the model's per-graph preprocessing (spectra, supports) computed
+    once for ``a`` and ``b`` and carried to their relabellings (:class:`SharedInputs`) rather
+    than recomputed on each of the 128; False recomputes (the reference the tests compare to).
+    """
     import torch
 
     from benchmarks.paper.train import adam
@@ -258,29 +335,34 @@ def rpc_pair(
     torch.manual_seed(seed)
     q = cfg.relabellings
 
-    def graphs(adjs: Sequence[np.ndarray]) -> list[Any]:
-        out = []
-        for m in adjs:
-            m = m.astype(np.int64)
-            m.setflags(write=False)
-            out.append(Graph(m, None, np.ones((m.shape[0], 1))))
-        return out
+    def graph(m: np.ndarray) -> Any:
+        m = m.astype(np.int64)
+        m.setflags(write=False)
+        return Graph(m, None, np.ones((m.shape[0], 1)))
 
-    # Interleaved: copy i of the first graph, copy i of the second, ...
-    pair_set = graphs(
-        [m for ab in zip(permuted_copies(a, q, rng), permuted_copies(b, q, rng)) for m in ab]
-    )
-    rel_copies = permuted_copies(a, 2 * q, rng)
-    rel_set = graphs(rel_copies)
-    bs = cfg.batch_size
-    train_batches = [
-        Batch.from_graphs(pair_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)
-    ]
-    rel_batches = [
-        Batch.from_graphs(rel_set[i : i + bs], dtype=torch.float32) for i in range(0, 2 * q, bs)
-    ]
+    # Drawn in this order (a's, b's, then a's reliability copies), as the seeds always were.
+    perms_a = relabellings(a.shape[0], q, rng)
+    perms_b = relabellings(b.shape[0], q, rng)
+    perms_rel = relabellings(a.shape[0], 2 * q, rng)
+    # Interleaved: copy i of the first graph, copy i of the second, ...; base 0 is a, 1 is b.
+    pair_members = [m for ab in zip(perms_a, perms_b) for m in ((0, ab[0]), (1, ab[1]))]
+    rel_members = [(0, p) for p in perms_rel]
+    bases = (a, b)
+
+    def batches(members: list[tuple[int, np.ndarray]]) -> list[tuple[Any, list[Any]]]:
+        bs = cfg.batch_size
+        chunks = [members[i : i + bs] for i in range(0, len(members), bs)]
+        gs = [[graph(relabel(bases[k], p)) for k, p in c] for c in chunks]
+        return [(Batch.from_graphs(g, dtype=torch.float32), c) for g, c in zip(gs, chunks)]
 
     model = build_model(model_name, 1, cfg.out_dim, config=cfg.config)
+    shared = SharedInputs(model, bases) if share_preprocessing else None
+
+    def with_inputs(items: list[tuple[Any, list[Any]]]) -> list[tuple[Any, dict[str, Any]]]:
+        return [(bt, {} if shared is None else shared.batch_inputs(c)) for bt, c in items]
+
+    train_batches = with_inputs(batches(pair_members))
+    rel_batches = with_inputs(batches(rel_members))
     opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
     loss_fn = torch.nn.CosineEmbeddingLoss(margin=0.0)
@@ -288,9 +370,9 @@ def rpc_pair(
     model.train()
     for _ in range(cfg.epochs):
         total = 0.0
-        for batch in train_batches:
+        for batch, inputs in train_batches:
             opt.zero_grad()
-            out = model(batch)
+            out = model(batch, **inputs)
             target = -torch.ones(out.shape[0] // 2)
             loss = loss_fn(out[0::2], out[1::2], target)
             loss.backward()
@@ -303,8 +385,8 @@ def rpc_pair(
         sched.step(last_loss)
     model.eval()
     with torch.no_grad():
-        emb = torch.cat([model(bt) for bt in train_batches]).double().numpy()
-        rel = torch.cat([model(bt) for bt in rel_batches]).double().numpy()
+        emb = torch.cat([model(bt, **inp) for bt, inp in train_batches]).double().numpy()
+        rel = torch.cat([model(bt, **inp) for bt, inp in rel_batches]).double().numpy()
     t_pair = t_squared(emb[0::2], emb[1::2])
     t_rel = t_squared(rel[0::2], rel[1::2])
     distinct = t_pair > cfg.threshold and not np.isclose(t_pair, t_rel, rtol=1e-5, atol=cfg.atol)

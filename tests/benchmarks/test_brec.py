@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from benchmarks.paper import brec
 from matlang.cli import main
@@ -170,6 +171,59 @@ def test_rpc_smoke_two_pairs(data: datasets.BrecData) -> None:
         assert np.isfinite(o.detail["t2"]) and np.isfinite(o.detail["t2_reliability"])
         assert o.detail["epochs"] <= 2
         assert o.separated == (o.detail["distinguished"] and o.detail["reliable"])
+
+
+@needs_brec
+@pytest.mark.parametrize("pair", [0, 300])  # 10 nodes (dense mask), 72 nodes (sparse pattern)
+def test_relabelled_supports_equal_recomputed(data: datasets.BrecData, pair: int) -> None:
+    """GNNML3's supports of a graph carried to a relabelling are those computed on the
+    relabelled graph (same entries in the same order, values to rounding); ChebNet's λmax the
+    same number."""
+    from matlang.graphs import Graph
+    from runtime.preprocess import SupportConfig, gnnml3_supports, lambda_max
+
+    a = data.graphs[data.pairs[pair][0]].adjacency.astype(np.int64)
+    cfg = SupportConfig()
+    base = gnnml3_supports(Graph(a), cfg)
+    for p in brec.relabellings(a.shape[0], 3, np.random.default_rng(pair)):
+        moved = brec.relabel_supports(base, p)
+        fresh = gnnml3_supports(Graph(brec.relabel(a, p)), cfg)
+        assert torch.equal(moved.edge_index, fresh.edge_index)
+        np.testing.assert_allclose(moved.edge_attr.numpy(), fresh.edge_attr.numpy(), atol=1e-12)
+        assert lambda_max(Graph(brec.relabel(a, p))) == pytest.approx(lambda_max(Graph(a)))
+
+
+@needs_brec
+@pytest.mark.parametrize("model", ["chebnet", "gnnml3"])
+def test_rpc_shared_preprocessing_same_numbers(data: datasets.BrecData, model: str) -> None:
+    """RPC with the per-graph preprocessing shared across relabellings gives the numbers of
+    recomputing it on each (two epochs on a basic pair)."""
+    from runtime.models import build_model
+
+    cfg = brec.RPCConfig(epochs=2)
+    for pair in (0,):
+        i, j = data.pairs[pair]
+        a, b = data.graphs[i].adjacency, data.graphs[j].adjacency
+        inputs = brec.SharedInputs(build_model(model, 1, 16, config="iso"), (a, b))
+        n = a.shape[0]
+        given = inputs.batch_inputs([(0, np.arange(n)), (1, np.arange(n)[::-1])])
+        assert set(given) == {"lambda_max" if model == "chebnet" else "supports"}
+        shared = brec.rpc_pair(model, a, b, pair, cfg)
+        fresh = brec.rpc_pair(model, a, b, pair, cfg, share_preprocessing=False)
+        assert shared["t2"] == pytest.approx(fresh["t2"], rel=1e-6)
+        assert shared["t2_reliability"] == pytest.approx(fresh["t2_reliability"], rel=1e-6)
+        assert shared["loss"] == pytest.approx(fresh["loss"], rel=1e-6)
+
+
+def test_permuted_copies_are_the_relabellings() -> None:
+    """``permuted_copies`` draws the permutations ``relabellings`` draws, in the same order
+    (the seeds of earlier result files keep their relabellings)."""
+    a = np.triu(np.random.default_rng(1).integers(0, 2, (7, 7)), 1)
+    a = a + a.T
+    copies = brec.permuted_copies(a, 4, np.random.default_rng(5))
+    perms = brec.relabellings(7, 4, np.random.default_rng(5))
+    for c, p in zip(copies, perms, strict=True):
+        assert (c == a[np.ix_(p, p)]).all()
 
 
 def test_parse_pairs() -> None:
