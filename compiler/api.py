@@ -45,6 +45,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     weights: str = "literals",
     nonfinite: str = "error",
     validate: bool = True,
+    cache: Any = True,
 ) -> CompiledModule:
     """Compile sentences into one module with one output channel per sentence.
 
@@ -59,6 +60,8 @@ def compile(  # noqa: A001 - the public name the design asks for
             ``"all"``: also a mixing coefficient per summand and a weight on ``A``.
         nonfinite: ``"error"`` raises like the dense evaluator on inf/nan and division by 0.
         validate: validate each batch (symmetric, no self-loops, indices in range).
+        cache: keep graph constants per graph across batches (``True``: the module's own
+            cache; a :class:`~runtime.preprocess.PreprocessCache` to share; ``False``: none).
 
     Returns:
         a :class:`~compiler.module.CompiledModule`; call it on a ``runtime.batch.Batch``, a list
@@ -78,6 +81,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         trainable_functions=trainable_functions,
         nonfinite=nonfinite,
         validate=validate,
+        cache=cache,
     )
 
 

@@ -165,18 +165,29 @@ class ConstantStage:
         )
         return kern.csr(m, v, transpose, symmetric=True if known else None)
 
-    def run(self, graphs: Graphs) -> tuple[dict[int, Any], dict[int, int]]:
+    def run(
+        self, graphs: Graphs, *, per_graph: bool = False
+    ) -> tuple[dict[int, Any], dict[int, Any]]:
         """Every exported register as a numpy value (masks as :class:`Mask`, values as arrays,
         0-d where the same on every entry), and the number of entries of every register
-        computed (a mask's entries, a value's size)."""
+        computed (a mask's entries, a value's size); ``per_graph``: those numbers for each
+        graph, ``(G,)`` arrays."""
         kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
         regs: dict[int, Any] = {}
-        sizes: dict[int, int] = {}
+        sizes: dict[int, Any] = {}
         for k, st in enumerate(self.plan.steps):
             if not self.const[k]:
                 continue
             regs[k] = v = self._step(kern, graphs, k, st, regs)
-            sizes[k] = v.nnz if isinstance(v, Mask) else size_of(st, regs, graphs)
+            if not per_graph:
+                sizes[k] = v.nnz if isinstance(v, Mask) else size_of(st, regs, graphs)
+            elif isinstance(v, Mask):  # block-diagonal: graph g's rows are its nodes
+                sizes[k] = np.diff(v.indptr[graphs.ptr])
+            elif st.kind == EDGE:
+                assert st.mask is not None
+                sizes[k] = sizes[st.mask]
+            else:
+                sizes[k] = np.diff(graphs.ptr) if st.kind == NODE else np.ones(graphs.g, np.int64)
             for r in self._frees[k]:
                 regs.pop(r, None)
         return {k: regs[k] for k in self.exports if k in regs}, sizes

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from compiler.constant_cache import CachedStage, run_stage
 from compiler.constants import ConstantStage, graphs_of, to_torch
 from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.errors import EvaluationError, GraphError, MatlangError
@@ -36,6 +37,7 @@ from runtime.masks import (
     union_masks,
 )
 from runtime.operators import Operator
+from runtime.preprocess import PreprocessCache
 
 #: Mask ops whose result is sorted row-major without repeats.
 _ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
@@ -188,6 +190,11 @@ class CompiledModule(nn.Module):
         constants: ``"graphblas"`` (default): the steps that depend only on the graph run once
             per batch on GraphBLAS (:mod:`compiler.constants`) and are remembered on the batch;
             ``"torch"``: every step runs in torch on every call.
+        cache: where graph constants are kept per graph across batches (a shuffled loader's
+            new batches of known graphs assemble them, :mod:`compiler.constant_cache`):
+            ``True`` (default) a cache of the module's own, a
+            :class:`~runtime.preprocess.PreprocessCache` to share one, ``False`` none. Used
+            when the constants do more than read the edges.
 
     Shapes:
         graph-level sentences: ``(G,)`` for one sentence, ``(G, S)`` for ``S`` sentences;
@@ -206,6 +213,7 @@ class CompiledModule(nn.Module):
         validate: bool = True,
         hidden: int = 16,
         constants: str = "graphblas",
+        cache: PreprocessCache | bool = True,
     ) -> None:
         super().__init__()
         check(plan)
@@ -215,6 +223,14 @@ class CompiledModule(nn.Module):
             raise MatlangError(f"nonfinite must be 'error' or 'keep', got {nonfinite!r}")
         if constants not in ("graphblas", "torch"):
             raise MatlangError(f"constants must be 'graphblas' or 'torch', got {constants!r}")
+        if not isinstance(cache, (bool, PreprocessCache)):
+            raise MatlangError(
+                f"cache must be True, False or a PreprocessCache, got {type(cache).__name__}"
+            )
+        # (an empty cache is falsy: compare with the booleans)
+        self.cache: PreprocessCache | None = (
+            PreprocessCache() if cache is True else None if cache is False else cache
+        )
         self.plan = plan
         # the dtype follows .to()/.double()/.float(): a (non-persistent) buffer carries it
         self.register_buffer("_dtype_probe", torch.empty(0, dtype=dtype), persistent=False)
@@ -273,6 +289,7 @@ class CompiledModule(nn.Module):
             for k, st in enumerate(plan.steps)
             if st.op == "propagate" and self._stage.const[st.args[1]] and not self._stage.const[k]
         }
+        self._per_graph = CachedStage.worth(self._stage)
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -430,10 +447,17 @@ class CompiledModule(nn.Module):
         backward)."""
         edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
         graphs = graphs_of(ctx.batch, edges, weight)
-        values, sizes = self._stage.run(graphs)
+        wanted = set(self._operators.values())
+        if self.cache is not None and self._per_graph and graphs.g > 0:
+            options = (self._constants_key, str(ctx.dtype), str(ctx.device), ctx.backend)
+            cached = CachedStage(self._stage, wanted, self.cache, (("module", options),))
+            result = cached.run(graphs)
+        else:
+            result = run_stage(self._stage, graphs, wanted)
+        values, sizes = result.values, result.sizes
         operators: dict[Any, Operator] = {}
-        for mask, vals, transpose in set(self._operators.values()):
-            rowptr, col, w, symmetric = self._stage.operator(graphs, values, mask, vals, transpose)
+        for (mask, vals, transpose), csr in result.operators.items():
+            rowptr, col, w, symmetric = csr
             operators[(mask, vals, transpose)] = Operator(
                 _tensor(rowptr, ctx.device),
                 _tensor(col, ctx.device),

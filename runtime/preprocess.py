@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,9 +44,18 @@ import torch
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
-from matlang.graphs import Graph, as_graph
+from matlang.graphs import Graph
 from runtime import spectral
 from runtime.batch import Batch
+from runtime.local_graphs import (  # noqa: F401 - re-exported
+    LocalGraph,
+    _batch_edges,
+    _BatchEdges,
+    as_local_graph,
+    graph_fingerprint,
+    graph_fingerprints,
+    split_batch,
+)
 
 #: The matrix whose spectrum is taken: ``I - D^{-1/2} A D^{-1/2}`` (isolated nodes: 1 on the
 #: diagonal), ``D - A``, or ``A``.
@@ -57,129 +65,16 @@ BASES: tuple[str, ...] = ("normalized_laplacian", "laplacian", "adjacency")
 T = TypeVar("T")
 
 
-# --------------------------------------------------------------------------- graphs
-
-
-@dataclass(frozen=True, eq=False)
-class LocalGraph:
-    """One graph of a batch with local node ids ``0..n-1`` (CPU tensors)."""
-
-    edge_index: Tensor  # (2, E) int64
-    num_nodes: int
-    edge_weight: Tensor | None = None  # (E,)
-
-    def adjacency(self) -> np.ndarray:
-        """The dense n×n adjacency (float64, entries stored twice add up)."""
-        a = np.zeros((self.num_nodes, self.num_nodes), dtype=np.float64)
-        ei = self.edge_index.detach().cpu().numpy()
-        if self.edge_weight is None:
-            w = np.ones(ei.shape[1], dtype=np.float64)
-        else:
-            w = self.edge_weight.detach().cpu().to(torch.float64).numpy()
-        np.add.at(a, (ei[0], ei[1]), w)
-        return a
-
-    def sparse_adjacency(self) -> sp.csr_matrix:
-        """The adjacency as a scipy CSR matrix (float64, entries stored twice add up, sorted)."""
-        n = self.num_nodes
-        ei = self.edge_index.detach().cpu().numpy()
-        if self.edge_weight is None:
-            w = np.ones(ei.shape[1], dtype=np.float64)
-        else:
-            w = self.edge_weight.detach().cpu().to(torch.float64).numpy()
-        a = sp.csr_matrix((w, (ei[0], ei[1])), shape=(n, n))
-        a.sum_duplicates()
-        return a
-
-    def fingerprint(self) -> str:
-        """sha256 of ``n``, the edge_index bytes and the edge weights' bytes."""
-        ei = self.edge_index.detach().cpu().to(torch.int64).contiguous().numpy()
-        w = None
-        if self.edge_weight is not None:
-            w = self.edge_weight.detach().cpu().to(torch.float64).contiguous().numpy()
-        return _fingerprint(self.num_nodes, ei[0], ei[1], w)
-
-
-def _fingerprint(n: int, rows: np.ndarray, cols: np.ndarray, weight: np.ndarray | None) -> str:
-    """sha256 of ``n``, the local edge_index (rows then columns, int64) and the float64 weights:
-    hashing the (2, E) array's bytes is hashing its row bytes, then its column bytes."""
-    h = hashlib.sha256()
-    h.update(f"n={n};E={rows.size};".encode())
-    h.update(np.ascontiguousarray(rows, dtype=np.int64).data)
-    h.update(np.ascontiguousarray(cols, dtype=np.int64).data)
-    if weight is None:
-        h.update(b";unweighted")
-    else:
-        h.update(b";weights=")
-        h.update(np.ascontiguousarray(weight, dtype=np.float64).data)
-    return h.hexdigest()
-
-
-def as_local_graph(obj: Any) -> LocalGraph:
-    """A :class:`LocalGraph` from a LocalGraph, a :class:`~matlang.graphs.Graph` or anything
-    :func:`~matlang.graphs.as_graph` accepts."""
-    if isinstance(obj, LocalGraph):
-        return obj
-    g = obj if isinstance(obj, Graph) else as_graph(obj)
-    ei = torch.from_numpy(np.array(g.edge_index))
-    w = None if g.is_binary else torch.from_numpy(np.array(g.edge_weight, dtype=np.float64))
-    return LocalGraph(ei, g.num_nodes, w)
-
-
-@dataclass(frozen=True, eq=False)
-class _BatchEdges:
-    """A batch's edges grouped by graph (stable: a graph's edges keep their order), local ids."""
-
-    local: np.ndarray  # (2, E) int64, C-contiguous
-    weight: np.ndarray | None  # (E,) float64
-    bounds: np.ndarray  # (G + 1,): graph k owns edges bounds[k]:bounds[k + 1]
-    sizes: np.ndarray  # (G,) nodes per graph
-
-    def fingerprint(self, k: int) -> str:
-        """The fingerprint of graph ``k`` (equal to its :class:`LocalGraph`'s)."""
-        lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
-        w = None if self.weight is None else self.weight[lo:hi]
-        return _fingerprint(int(self.sizes[k]), self.local[0, lo:hi], self.local[1, lo:hi], w)
-
-    def graph(self, k: int) -> LocalGraph:
-        lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
-        w = None if self.weight is None else torch.from_numpy(self.weight[lo:hi].copy())
-        return LocalGraph(torch.from_numpy(self.local[:, lo:hi].copy()), int(self.sizes[k]), w)
-
-
-def _batch_edges(batch: Batch) -> _BatchEdges:
-    ei = batch.edge_index.detach().cpu().to(torch.int64).numpy()
-    ptr = batch.ptr.detach().cpu().to(torch.int64).numpy()
-    g = batch.num_graphs
-    w = None
-    if batch.edge_weight is not None:
-        w = batch.edge_weight.detach().cpu().to(torch.float64).reshape(-1).numpy()
-    if ei.shape[1] == 0:
-        local = np.zeros((2, 0), dtype=np.int64)
-        bounds = np.zeros(g + 1, dtype=np.int64)
-    else:
-        gid = batch.batch.detach().cpu().to(torch.int64).numpy()[ei[0]]
-        if bool((gid[1:] < gid[:-1]).any()):  # PyG and from_graphs keep a graph's edges together
-            order = np.argsort(gid, kind="stable")
-            ei, gid = ei[:, order], gid[order]
-            w = None if w is None else w[order]
-        local = np.ascontiguousarray(ei - ptr[gid])
-        bounds = np.searchsorted(gid, np.arange(g + 1), side="left")
-    return _BatchEdges(local, w, bounds, ptr[1:] - ptr[:-1])
-
-
-def split_batch(batch: Batch) -> list[LocalGraph]:
-    """The graphs of a batch, each with local ids (edges keep their order within a graph)."""
-    edges = _batch_edges(batch)
-    return [edges.graph(k) for k in range(batch.num_graphs)]
-
-
 # --------------------------------------------------------------------------- cache
 
 
-@dataclass(frozen=True)
-class CacheKey:
-    """What a cache entry is: a transform, a graph fingerprint, and every parameter."""
+#: What :meth:`PreprocessCache.lookup` returns for a key it does not hold.
+MISSING: Any = object()
+
+
+class CacheKey(NamedTuple):
+    """What a cache entry is: a transform, a graph fingerprint, and every parameter (a named
+    tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
 
     transform: str
     graph: str
@@ -219,6 +114,28 @@ class PreprocessCache:
             self._store.popitem(last=False)
         return value
 
+    def lookup(self, keys: list[CacheKey]) -> list[Any]:
+        """The entries under ``keys`` (each counted as a hit), :data:`MISSING` for those absent
+        (counted as misses): for callers that compute their missing entries together, then
+        :meth:`store` them."""
+        store, missing = self._store, MISSING
+        out = [store.get(key, missing) for key in keys]
+        found = 0
+        for key, value in zip(keys, out):
+            if value is not missing:
+                store.move_to_end(key)
+                found += 1
+        self.hits += found
+        self.misses += len(keys) - found
+        return out
+
+    def store(self, key: CacheKey, value: Any) -> None:
+        """File ``value`` under ``key`` (the least recently used entry goes beyond the bound)."""
+        self._store[key] = value
+        self._store.move_to_end(key)
+        if self.max_entries is not None and len(self._store) > self.max_entries:
+            self._store.popitem(last=False)
+
     def fingerprint(self, graph: Any) -> str:
         """The graph's fingerprint; a :class:`~matlang.graphs.Graph`'s is computed once (its
         adjacency is read-only, like the edge arrays it caches on itself)."""
@@ -244,6 +161,10 @@ class PreprocessCache:
         value = compute()
         memo.results[key] = value
         return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a cache is no state: a pickled or deep-copied owner starts with an empty one
+        return (PreprocessCache, (self.max_entries,))
 
     def __contains__(self, key: object) -> bool:
         return key in self._store
@@ -766,6 +687,7 @@ __all__ = [
     "Basis",
     "CacheKey",
     "LocalGraph",
+    "MISSING",
     "PreprocessCache",
     "Spectrum",
     "SupportConfig",
@@ -775,6 +697,8 @@ __all__ = [
     "batch_lambda_max",
     "batch_supports",
     "gnnml3_supports",
+    "graph_fingerprint",
+    "graph_fingerprints",
     "lambda_max",
     "receptive_field_mask",
     "receptive_field_pattern",

@@ -81,7 +81,10 @@ class SentenceFeatures:
         from compiler.api import compile as compile_sentences
 
         if texts not in self._modules:
-            self._modules[texts] = compile_sentences(list(texts), dtype=torch.float64)
+            # values are cached per graph here: the module keeps no constants of its own
+            self._modules[texts] = compile_sentences(
+                list(texts), dtype=torch.float64, cache=False
+            )
         return self._modules[texts]
 
     def _compute(self, graph: LocalGraph) -> tuple[np.ndarray, np.ndarray]:

@@ -179,9 +179,9 @@ def test_constants_are_computed_once_per_batch_and_never_stale(
     runs = []
     original = ConstantStage.run
 
-    def counting(self: ConstantStage, graphs: object) -> object:
+    def counting(self: ConstantStage, graphs: object, **kw: object) -> object:
         runs.append(1)
-        return original(self, graphs)  # type: ignore[arg-type]
+        return original(self, graphs, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ConstantStage, "run", counting)
     g = named("petersen")

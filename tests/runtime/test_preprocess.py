@@ -249,13 +249,15 @@ def test_cache_is_bounded_and_clearable() -> None:
 def sha256_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts every content hash the preprocessing module computes."""
     calls: list[int] = []
-    real = pp.hashlib.sha256
+    from runtime import local_graphs
+
+    real = local_graphs.hashlib.sha256
 
     def counting(*args: object) -> object:
         calls.append(1)
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pp.hashlib, "sha256", counting)
+    monkeypatch.setattr(local_graphs.hashlib, "sha256", counting)
     return calls
 
 

@@ -1,0 +1,261 @@
+"""Graph constants cached per graph, across batches: a dataset's constants are computed once.
+
+A :class:`~compiler.constants.ConstantStage` runs once per batch object (the batch memo). A
+shuffled loader builds new batch objects every epoch, each made of graphs seen before: here the
+stage's results are filed per graph in a :class:`~runtime.preprocess.PreprocessCache` (the
+project's one preprocessing cache), under a :class:`~runtime.preprocess.CacheKey` made of the
+graph's fingerprint (sha256 of ``n`` and its coalesced local edges and weights) and every option
+the results depend on (the plan, the module's options, the dtype of the batch's weights, whether
+symmetry was validated). A batch is then assembled from its graphs' entries; the graphs missing
+from the cache are computed together, as one sub-batch, and split into entries.
+
+Every result of the stage is block-diagonal: a mask's CSR rows of graph ``k`` are its nodes
+``ptr[k]:ptr[k+1]`` and its entries the contiguous range ``indptr[ptr[k]]:indptr[ptr[k+1]]``;
+edge values follow their mask's entries, node values the nodes, graph values the graphs. So a
+graph's entry is a slice with local ids, and assembling is concatenating with offsets: the
+result equals the stage run on the whole batch, entry for entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.constants import ConstantStage, Graphs
+from compiler.plan import EDGE, GRAPH, NODE
+from runtime.graphblas import Mask, is_iso
+from runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
+
+#: The transform's name in cache keys.
+TRANSFORM = "compiled.constants"
+
+#: Constant steps that cost about as much as fingerprinting the graph: a plan made of these
+#: alone (``A h``, ``(A + I) h``) is not worth a per-graph cache.
+CHEAP_OPS = frozenset(
+    {
+        "edges",
+        "identity",
+        "empty",
+        "flip",
+        "ones",
+        "const",
+        "param",
+        "adjacency",
+        "eye",
+        "transpose",
+        "gather_row",
+        "gather_col",
+        "broadcast",
+        "broadcast_edge",
+        "as_edge",
+        "as_node",
+        "neg",
+    }
+)
+
+#: An operator's CSR arrays ``(indptr, indices, values, symmetric)``.
+Csr = tuple[np.ndarray, np.ndarray, np.ndarray, bool]
+OperatorKey = tuple[int, int, bool]
+
+
+@dataclass
+class StageResult:
+    """What the stage gives a batch: the exported registers (numpy, masks as
+    :class:`~runtime.graphblas.Mask`), the entries of every register it computed, and the CSR
+    arrays of the operators of the propagate steps with a constant matrix."""
+
+    values: dict[int, Any]
+    sizes: dict[int, int]
+    operators: dict[OperatorKey, Csr]
+
+
+@dataclass
+class _Piece:
+    """One graph's share of a :class:`StageResult`, local node ids."""
+
+    values: dict[int, Any]  # a Mask as (row counts, indices, transposed), values as arrays
+    counts: dict[int, int]  # entries of every computed register on this graph
+    operators: dict[OperatorKey, Csr]
+
+
+def run_stage(stage: ConstantStage, graphs: Graphs, operators: set[OperatorKey]) -> StageResult:
+    """The stage on a whole batch, no cache."""
+    values, sizes = stage.run(graphs)
+    ops = {key: stage.operator(graphs, values, *key) for key in operators}
+    return StageResult(values, sizes, ops)
+
+
+class CachedStage:
+    """A :class:`~compiler.constants.ConstantStage` whose results are cached per graph.
+
+    Args:
+        stage: the stage.
+        operators: the ``(mask, values, transpose)`` operators the caller wants built.
+        cache: where entries are filed.
+        params: what the results depend on besides the graph (the plan and every option).
+    """
+
+    def __init__(
+        self,
+        stage: ConstantStage,
+        operators: set[OperatorKey],
+        cache: PreprocessCache,
+        params: tuple[tuple[str, Hashable], ...],
+    ) -> None:
+        self.stage, self.operators, self.cache, self.params = stage, operators, cache, params
+        plan = stage.plan
+        self._kinds = {k: st.kind for k, st in enumerate(plan.steps)}
+        self._masks = {k: st.mask for k, st in enumerate(plan.steps)}
+
+    @staticmethod
+    def worth(stage: ConstantStage) -> bool:
+        """Whether the stage does more than read the batch's edges (see :data:`CHEAP_OPS`)."""
+        return any(c and st.op not in CHEAP_OPS for c, st in zip(stage.const, stage.plan.steps))
+
+    def run(self, graphs: Graphs) -> StageResult:
+        """The stage's results on ``graphs``, assembled from cached graphs where it can."""
+        g = graphs.g
+        bounds = np.searchsorted(graphs.rows, graphs.ptr)  # graph k: edges bounds[k]:bounds[k+1]
+        starts = np.repeat(graphs.ptr[:-1], np.diff(bounds))
+        local_rows, local_cols = graphs.rows - starts, graphs.cols - starts
+        weights = None if graphs.weight is None else graphs.weight.dtype.str
+        # one short string for the options: hashing a key hashes it (cached on the str)
+        options = repr((self.params, ("weights", weights), ("symmetric", graphs.symmetric)))
+        params = (("options", hashlib.sha1(options.encode()).hexdigest()),)
+        fps = graph_fingerprints(np.diff(graphs.ptr), bounds, local_rows, local_cols, graphs.weight)
+        keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
+        pieces = self.cache.lookup(keys)
+        missing = [k for k in range(g) if pieces[k] is MISSING]
+        if missing:
+            sub = (
+                graphs
+                if len(missing) == g
+                else _subset(graphs, missing, bounds, local_rows, local_cols)
+            )
+            result, counts = self._compute(sub)
+            for j, k in enumerate(missing):
+                piece = _split(result, counts, sub.ptr, j, self._kinds, self._masks)
+                pieces[k] = piece
+                self.cache.store(keys[k], piece)
+            if len(missing) == g:
+                return result
+        return _assemble(pieces, graphs)
+
+    def _compute(self, graphs: Graphs) -> tuple[StageResult, dict[int, np.ndarray]]:
+        values, counts = self.stage.run(graphs, per_graph=True)
+        sizes = {k: int(c.sum()) for k, c in counts.items()}
+        ops = {key: self.stage.operator(graphs, values, *key) for key in self.operators}
+        return StageResult(values, sizes, ops), counts
+
+
+def _subset(
+    graphs: Graphs,
+    ks: list[int],
+    bounds: np.ndarray,
+    local_rows: np.ndarray,
+    local_cols: np.ndarray,
+) -> Graphs:
+    """The graphs ``ks`` of a batch as a batch of their own (ids renumbered, labels kept)."""
+    sel = np.asarray(ks, dtype=np.int64)
+    sizes = np.diff(graphs.ptr)[sel]
+    ptr = np.zeros(sel.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    ecount = (bounds[1:] - bounds[:-1])[sel]
+    first = np.zeros(sel.size, dtype=np.int64)
+    np.cumsum(ecount[:-1], out=first[1:])
+    idx = np.repeat(bounds[sel] - first, ecount) + np.arange(int(ecount.sum()), dtype=np.int64)
+    offset = np.repeat(ptr[:-1], ecount)
+    return Graphs(
+        int(ptr[-1]),
+        ptr,
+        np.repeat(np.arange(sel.size, dtype=np.int64), sizes),
+        local_rows[idx] + offset,
+        local_cols[idx] + offset,
+        None if graphs.weight is None else graphs.weight[idx],
+        lambda j: graphs.label(int(sel[j])),
+        symmetric=graphs.symmetric,
+    )
+
+
+def _csr_slice(
+    indptr: np.ndarray, indices: np.ndarray, a: int, b: int
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Rows ``a:b`` of a block-diagonal CSR structure: their entry counts, their column ids
+    minus ``a`` and the range of their entries."""
+    lo, hi = int(indptr[a]), int(indptr[b])
+    return np.diff(indptr[a : b + 1]), indices[lo:hi] - a, lo, hi
+
+
+def _split(
+    result: StageResult,
+    counts: dict[int, np.ndarray],
+    ptr: np.ndarray,
+    k: int,
+    kinds: dict[int, str],
+    masks: dict[int, int | None],
+) -> _Piece:
+    """Graph ``k``'s share of ``result`` (copies: the batch's arrays stay the batch's; a value
+    that is the same on every entry is spelled out, so that pieces concatenate)."""
+    a, b = int(ptr[k]), int(ptr[k + 1])
+    values: dict[int, Any] = {}
+    for reg, v in result.values.items():
+        if isinstance(v, Mask):
+            indptr, indices, _, _ = _csr_slice(v.indptr, v.indices, a, b)
+            values[reg] = (indptr, indices, v.transposed)
+        elif is_iso(v):
+            values[reg] = np.full(int(counts[reg][k]), v.item(), dtype=v.dtype)
+        elif kinds[reg] == NODE:
+            values[reg] = v[a:b].copy()
+        elif kinds[reg] == GRAPH:
+            values[reg] = v[k : k + 1].copy()
+        else:
+            assert kinds[reg] == EDGE
+            m = result.values[masks[reg]]  # type: ignore[index]
+            values[reg] = v[int(m.indptr[a]) : int(m.indptr[b])].copy()
+    ops: dict[OperatorKey, Csr] = {}
+    for key, (indptr, indices, vals, symmetric) in result.operators.items():
+        ip, ix, lo, hi = _csr_slice(indptr, indices, a, b)
+        ops[key] = (ip, ix, np.ascontiguousarray(vals[lo:hi]), symmetric)
+    return _Piece(values, {reg: int(c[k]) for reg, c in counts.items()}, ops)
+
+
+def _concat_csr(
+    parts: list[tuple[np.ndarray, np.ndarray]], ptr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Block-diagonal CSR structure from per-graph ``(row counts, indices)``, local ids."""
+    indptr = np.zeros(int(ptr[-1]) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([p[0] for p in parts]), out=indptr[1:])
+    nnz = np.fromiter((p[1].size for p in parts), dtype=np.int64, count=len(parts))
+    indices = np.concatenate([p[1] for p in parts]) + np.repeat(ptr[:-1], nnz)
+    return indptr, indices
+
+
+def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
+    """The batch's :class:`StageResult` from its graphs' pieces (graph order)."""
+    ptr = graphs.ptr
+    first = pieces[0]
+    values: dict[int, Any] = {}
+    for reg, v0 in first.values.items():
+        parts = [p.values[reg] for p in pieces]
+        if isinstance(v0, tuple):
+            indptr, indices = _concat_csr([(p[0], p[1]) for p in parts], ptr)
+            values[reg] = Mask(graphs.n, indptr, indices, transposed=v0[2])
+        else:
+            values[reg] = np.concatenate(parts)
+    regs = list(first.counts)
+    totals = np.array([[p.counts[r] for r in regs] for p in pieces], dtype=np.int64).sum(0)
+    sizes = dict(zip(regs, totals.tolist()))
+    ops: dict[OperatorKey, Csr] = {}
+    for key in first.operators:
+        ops_k = [p.operators[key] for p in pieces]
+        indptr, indices = _concat_csr([(p[0], p[1]) for p in ops_k], ptr)
+        vals = np.concatenate([p[2] for p in ops_k])
+        ops[key] = (indptr, indices, vals, all(p[3] for p in ops_k))
+    return StageResult(values, sizes, ops)
+
+
+__all__ = ["CHEAP_OPS", "CachedStage", "StageResult", "TRANSFORM", "run_stage"]
