@@ -113,6 +113,23 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
 
 #: What a result file of a training bench must share with a run appended to it.
 SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data")
+#: Values an older file wrote for the same thing under its old name: the exact evaluator moved
+#: from ``compiler.dense`` to ``matlang.evaluator`` in the layout change, with the same values.
+RENAMED: dict[tuple[str, str], dict[str, str]] = {
+    ("targets", "evaluator"): {"compiler.dense (exact)": "matlang.evaluator (exact)"},
+}
+
+
+def current_names(key: str, value: Any) -> Any:
+    """``value`` (a result file's ``key`` entry) with the names :data:`RENAMED` knows made
+    current, so that a file written before a rename compares equal to a run of today."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for (where, field_name), renames in RENAMED.items():
+        if where == key and out.get(field_name) in renames:
+            out[field_name] = renames[out[field_name]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -348,7 +365,7 @@ def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict
     provenance under ``"earlier"``. Same settings and other seeds, or an error."""
     median_key = next(k for k in record if k.startswith("median_"))
     for key in SAME_SETTINGS:
-        if old.get(key) != record.get(key):
+        if current_names(key, old.get(key)) != record.get(key):
             raise MatlangError(
                 f"--append: {path} was run with another {key} "
                 f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "

@@ -400,11 +400,8 @@ def test_bench_count_append_adds_seeds(
     first = json.loads(capsys.readouterr().out)
     assert count("--seeds", "2", "--first-seed", "1", "--append") == 0
     out = json.loads(capsys.readouterr().out)
-    # the authors' protocol has its own file: it never shares the paper protocol's name
-    assert not (tmp_path / "count-paperlike-star-gin.limit12.json").exists()
-    authors_path = tmp_path / "count-paperlike-star-gin.limit12.authors.json"
-    rec = json.loads(authors_path.read_text())
     path = tmp_path / "count-paperlike-star-gin.limit12.json"
+    rec = json.loads(path.read_text())
     assert rec["seeds"] == [r["seed"] for r in rec["runs"]] == [0, 1, 2]
     assert rec["per_seed"] == [r["test_mse"] for r in rec["runs"]] == out["per_seed"]
     assert rec["per_seed"][0] == first["per_seed"][0]  # the earlier run, kept as it was
@@ -428,6 +425,18 @@ def test_bench_count_append_adds_seeds(
     aside = json.loads((tmp_path / aside_name).read_text())
     assert aside["seeds"] == [5] and aside["data"]["data_seed"] == 1
     assert json.loads(path.read_text()) == rec
+    # a file written before the exact evaluator moved (compiler.dense → matlang.evaluator)
+    # takes --append: the same targets under the old name; another sentence still does not
+    legacy = {**rec, "targets": {**rec["targets"], "evaluator": "compiler.dense (exact)"}}
+    path.write_text(json.dumps(legacy))
+    assert count("--seeds", "1", "--first-seed", "6", "--append") == 0
+    merged = json.loads(path.read_text())
+    assert merged["seeds"] == [0, 1, 2, 6]
+    assert merged["targets"]["evaluator"] == "matlang.evaluator (exact)"
+    other = {**rec, "targets": {**rec["targets"], "sentence": "tr(A^3)/6"}}
+    path.write_text(json.dumps(other))
+    assert count("--seeds", "1", "--first-seed", "7", "--append") == 1
+    assert "another targets" in capsys.readouterr().err
 
 
 @pytest.fixture
