@@ -45,6 +45,7 @@ from matlang.errors import EvaluationError
 SAFE = 2**62
 
 _THREADS: int | None = None
+_APPLIED: int | None = None  # the thread count last given to GraphBLAS
 _LOCK = threading.Lock()
 
 
@@ -65,8 +66,12 @@ def _gb() -> Any:
         import torch
 
         want = torch.get_num_threads()
-    if graphblas.ss.config["nthreads"] != want:
+    global _APPLIED
+    # reading GraphBLAS's config costs ~50 µs (a C call and a dict walk): set it when the wanted
+    # count changes, not on every kernel
+    if want != _APPLIED:
         graphblas.ss.config["nthreads"] = want
+        _APPLIED = want
     return graphblas
 
 

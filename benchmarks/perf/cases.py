@@ -108,6 +108,7 @@ def _compiled(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Pr
         dtype=c.get("dtype", "float32"),
         validate=c.get("validate", False),
         dense=c.get("dense", False),
+        cache=False,  # constants computed on every call: a new graph each time
     )
     backend = sparse.resolve_backend(c.get("backend"))
 

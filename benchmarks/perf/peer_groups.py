@@ -142,14 +142,25 @@ def group_fresh(r: Any) -> None:
                     {"name": "reused", **common},
                     {"name": "fresh+validate", **common, "fresh": True, "validate": True},
                     {"name": "fresh", **common, "fresh": True, "validate": False},
+                    # a dataset's next epoch: a new batch of known graphs, constants cached
+                    {
+                        "name": "fresh+validate+cache",
+                        **common,
+                        "fresh": True,
+                        "validate": True,
+                        "cache": True,
+                    },
                 ],
                 params={"sentence": s, "d": 16, "mode": "fwd+bwd"},
             )
             res["ratios"] = {
                 "fresh_over_reused": _ratio(res, "fresh+validate", "reused"),
                 "validation": _ratio(res, "fresh+validate", "fresh"),
+                "fresh_cached_over_reused": _ratio(res, "fresh+validate+cache", "reused"),
             }
-            res["agree"] = _agree(res, "reused", ["fresh+validate", "fresh"])
+            res["agree"] = _agree(
+                res, "reused", ["fresh+validate", "fresh", "fresh+validate+cache"]
+            )
 
 
 def group_constscaling(r: Any) -> None:

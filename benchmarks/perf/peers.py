@@ -73,7 +73,8 @@ def _constants(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> P
     import matlang
 
     s = c["sentence"]
-    model = matlang.compile(s, validate=False, dtype=c.get("dtype", "float32"))
+    # cache=False: computed on every call like the peers' (a new graph, not an epoch's repeat)
+    model = matlang.compile(s, validate=False, dtype=c.get("dtype", "float32"), cache=False)
 
     def call() -> Tensor:
         with torch.no_grad():
@@ -218,7 +219,8 @@ def _channels(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Pr
     import matlang
 
     s, d, backward = c["sentence"], int(c["d"]), bool(c.get("backward"))
-    model = matlang.compile(s, validate=True)
+    # c["cache"]: graph constants kept per graph, as a dataset's next epoch sees them
+    model = matlang.compile(s, validate=True, cache=bool(c.get("cache", False)))
     x = _features(batch, d).requires_grad_(backward)
     if c.get("fresh"):  # a new batch every call (validated when the module validates)
         model.validate = bool(c.get("validate", True))
