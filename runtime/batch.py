@@ -201,7 +201,13 @@ class Batch:
         increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`)."""
 
         def check() -> bool:
-            ei = self.edge_index.to(torch.int64)
+            ei = self.edge_index
+            if ei.device.type == "cpu" and not ei.requires_grad:
+                # numpy on the same memory: ~4× fewer µs than four small torch ops
+                e = ei.numpy()
+                key = e[0].astype(np.int64) * self.num_nodes + e[1]
+                return key.size < 2 or bool((key[1:] > key[:-1]).all())
+            ei = ei.to(torch.int64)
             return is_coalesced(ei[0] * self.num_nodes + ei[1])
 
         return bool(self.cached("coalesced", check))

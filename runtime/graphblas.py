@@ -227,6 +227,10 @@ class Mask:
         """The structure as a GraphBLAS BOOL matrix (untransposed)."""
         return self._import(np.array(True))
 
+    def pattern_view(self) -> Any:
+        """The structure as GraphBLAS reads this mask (transposed or not), BOOL."""
+        return self.pattern.T if self.transposed else self.pattern
+
     def matrix(self, values: np.ndarray) -> Any:
         """The matrix holding ``values`` (aligned with the entries) on this mask, as GraphBLAS
         reads it: a transposed view for a transposed mask (an iso matrix is built once)."""
@@ -373,11 +377,14 @@ class Kernels:
         unit = is_iso(va) and is_iso(vb) and va == 1 and vb == 1
         ring = gb.semiring.plus_pair if unit else gb.semiring.plus_times
         out_type = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
+        # plus_pair reads no values: the masks' (cached) patterns serve as the operands
+        ma = a.pattern_view() if unit else a.matrix(va)
+        mb = b.pattern_view() if unit else b.matrix(vb)
         if s.transposed:  # (A B)ᵀ = Bᵀ Aᵀ on the structure of s, read back transposed
-            left, right = b.matrix(vb).T, a.matrix(va).T
+            left, right = mb.T, ma.T
             target = s.flip()
         else:
-            left, right, target = a.matrix(va), b.matrix(vb), s
+            left, right, target = ma, mb, s
         c = gb.Matrix(out_type, s.n, s.n)
         c(target.pattern.S) << left.mxm(right, ring[out_type])
         out = target.align(c, np.dtype(out_type.np_type))
