@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -359,18 +359,27 @@ def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any])
     )
 
 
-def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` (one run of a training bench) with the seeds of ``old`` (the result file at
-    ``path``) added: runs sorted by seed, the median over all of them, and the earlier runs'
-    provenance under ``"earlier"``. Same settings and other seeds, or an error."""
-    median_key = next(k for k in record if k.startswith("median_"))
-    for key in SAME_SETTINGS:
-        if current_names(key, old.get(key)) != record.get(key):
+def check_same_settings(
+    path: Path, old: dict[str, Any], new: dict[str, Any], keys: Sequence[str]
+) -> None:
+    """``--append``'s condition: ``old`` (the file at ``path``, its names made current by
+    :func:`current_names`) and ``new`` agree on every one of ``keys``, or an error naming the
+    first that differs."""
+    for key in keys:
+        if current_names(key, old.get(key)) != new.get(key):
             raise MatlangError(
                 f"--append: {path} was run with another {key} "
                 f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "
                 "to replace it, or with --out to keep both"
             )
+
+
+def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` (one run of a training bench) with the seeds of ``old`` (the result file at
+    ``path``) added: runs sorted by seed, the median over all of them, and the earlier runs'
+    provenance under ``"earlier"``. Same settings and other seeds, or an error."""
+    median_key = next(k for k in record if k.startswith("median_"))
+    check_same_settings(path, old, record, SAME_SETTINGS)
     check_new_seeds(path, old, record["seeds"])
     runs = sorted(old["runs"] + record["runs"], key=lambda r: r["seed"])
     metric = next(k for k in record["runs"][0] if k.startswith("test_"))

@@ -537,13 +537,9 @@ def merge_pairs(path: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[st
     """``new`` (a run on some pairs) with the pairs of ``old`` (the file at ``path``): per-pair
     verdicts sorted by pair, counts over all of them, seconds summed, and the earlier runs'
     provenance under ``"earlier"``. Same row and settings and no pair twice, or an error."""
-    for key in ("bench", "dataset", "model", "settings"):
-        if old.get(key) != new.get(key):
-            raise MatlangError(
-                f"--append: {path} was run with another {key} "
-                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "
-                "to replace it, or with --out to keep both"
-            )
+    from benchmarks.records import check_same_settings
+
+    check_same_settings(path, old, new, ("bench", "dataset", "model", "settings"))
     rows = sorted(old["per_pair"] + new["per_pair"], key=lambda r: r["pair"])
     counts = {c: 0 for c in CATEGORIES}
     totals = {c: 0 for c in CATEGORIES}

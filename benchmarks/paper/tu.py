@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
 from benchmarks.paper.train import adam
+from benchmarks.records import check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -338,13 +339,7 @@ def merge_folds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict
     """A TU result file with ``record``'s (seed, fold) runs added: the summary over every run
     (the best epoch is chosen again over all of them) and the earlier run's provenance under
     ``"earlier"``. Same settings and new (seed, fold) pairs, or an error."""
-    for key in ("bench", "dataset", "model", "config"):
-        if old.get(key) != record.get(key):
-            raise MatlangError(
-                f"--append: {path} was run with another {key} "
-                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force to "
-                "replace it, or with --out to keep both"
-            )
+    check_same_settings(path, old, record, ("bench", "dataset", "model", "config"))
 
     def pair(r: dict[str, Any]) -> tuple[int, int]:
         return r.get("seed", 0), r["fold"]
