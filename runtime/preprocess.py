@@ -109,9 +109,7 @@ class PreprocessCache:
             return self._store[key]  # type: ignore[no-any-return]
         self.misses += 1
         value = compute()
-        self._store[key] = value
-        if self.max_entries is not None and len(self._store) > self.max_entries:
-            self._store.popitem(last=False)
+        self.store(key, value)
         return value
 
     def lookup(self, keys: list[CacheKey]) -> list[Any]:
@@ -512,6 +510,20 @@ class Supports:
     def num_supports(self) -> int:
         return len(self.names)
 
+    @staticmethod
+    def concat(parts: list[Supports], offsets: list[int], names: tuple[str, ...]) -> Supports:
+        """The supports of a batch from its graphs' (local ids; graph ``k``'s nodes start at
+        ``offsets[k]``): entries concatenated in graph order, the largest bound and order."""
+        if parts:
+            ei = torch.cat([p.edge_index + off for p, off in zip(parts, offsets, strict=True)], 1)
+            attr = torch.cat([p.edge_attr for p in parts], 0)
+        else:
+            ei = torch.zeros(2, 0, dtype=torch.int64)
+            attr = torch.zeros(0, len(names), dtype=torch.float64)
+        bound = max((p.error_bound for p in parts), default=0.0)
+        order = max((p.order for p in parts), default=0)
+        return Supports(ei, attr, names, bound, order)
+
 
 def receptive_field_mask(graph: Any, receptive_field: int = 1) -> np.ndarray:
     """``(A + I)^r > 0`` as a boolean n×n matrix."""
@@ -666,16 +678,12 @@ def batch_supports(
 
     def assemble() -> Supports:
         parts = _per_graph(cache, "gnnml3_supports", batch, cfg.key(), _supports(cfg))
-        offsets = batch.ptr.detach().cpu()[:-1].tolist()
-        if parts:
-            ei = torch.cat([p.edge_index + off for p, off in zip(parts, offsets, strict=True)], 1)
-            attr = torch.cat([p.edge_attr for p in parts], 0)
-        else:
-            ei = torch.zeros(2, 0, dtype=torch.int64)
-            attr = torch.zeros(0, cfg.num_supports, dtype=torch.float64)
-        bound = max((p.error_bound for p in parts), default=0.0)
-        order = max((p.order for p in parts), default=0)
-        return Supports(ei.to(device), attr.to(device=device, dtype=dt), cfg.names, bound, order)
+        sup = Supports.concat(parts, batch.ptr.detach().cpu()[:-1].tolist(), cfg.names)
+        return dataclasses.replace(
+            sup,
+            edge_index=sup.edge_index.to(device),
+            edge_attr=sup.edge_attr.to(device=device, dtype=dt),
+        )
 
     if cache is None:
         return assemble()

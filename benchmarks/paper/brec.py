@@ -25,6 +25,7 @@ threshold is 31·F₀.₉₅(16, 16) ≈ 72.34). Relabellings are drawn here wit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -292,12 +293,9 @@ class SharedInputs:
             return {"lambda_max": torch.tensor(lam, dtype=torch.float64)}
         if self.kind == "supports":
             parts = [relabel_supports(self.values[base], perm) for base, perm in members]
-            offsets = np.cumsum([0] + [len(perm) for _, perm in members])[:-1]
-            ei = torch.cat([p.edge_index + int(o) for p, o in zip(parts, offsets, strict=True)], 1)
-            attr = torch.cat([p.edge_attr for p in parts], 0).to(self.dtype)
-            bound = max(p.error_bound for p in parts)
-            order = max(p.order for p in parts)
-            return {"supports": Supports(ei, attr, parts[0].names, bound, order)}
+            offsets = np.cumsum([0] + [len(perm) for _, perm in members])[:-1].tolist()
+            sup = Supports.concat(parts, offsets, parts[0].names)
+            return {"supports": dataclasses.replace(sup, edge_attr=sup.edge_attr.to(self.dtype))}
         return {}
 
 
