@@ -118,12 +118,9 @@ class Batch:
 
     # -- per-batch memo ---------------------------------------------------------------------
     def fingerprint(self) -> tuple[Any, ...] | None:
-        """What :meth:`cached` compares: identity and version counters of the index tensors."""
-        return self._fingerprint()
-
-    def _fingerprint(self) -> tuple[Any, ...] | None:
-        """Identity and in-place-modification counters of the index tensors (``None`` for
-        inference-mode tensors, which keep no counter: nothing is remembered for them)."""
+        """What :meth:`cached` compares: identity and in-place-modification counters of the
+        index tensors (``None`` for inference-mode tensors, which keep no counter: nothing is
+        remembered for them)."""
         parts: list[Any] = []
         for t in (self.edge_index, self.batch, self.ptr, self.edge_weight):
             if t is None:
@@ -142,7 +139,7 @@ class Batch:
         ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it. ``fingerprint``:
         :meth:`fingerprint` as the caller just took it (one per forward pass, not one per look).
         """
-        fp = self._fingerprint() if fingerprint is None else fingerprint
+        fp = self.fingerprint() if fingerprint is None else fingerprint
         if self._remembers(name, fp):
             return self._memo[name][1]
         value = compute()
@@ -162,7 +159,7 @@ class Batch:
         A batch that passed is remembered (see :meth:`cached`): validating it again, e.g. on
         every forward pass of a model over the same batch, costs O(1). Passing the strict checks
         also vouches for the lax ones."""
-        fp = self._fingerprint()
+        fp = self.fingerprint()
         if any(
             self._remembers(f"valid{key}", fp)
             for key in ((allow_directed, allow_self_loops), (False, False))
@@ -176,7 +173,7 @@ class Batch:
     def known_symmetric(self) -> bool:
         """Whether this batch passed a validation that checks symmetry (edges and weights),
         remembered for its current tensors: ``A = Aᵀ`` without looking again."""
-        fp = self._fingerprint()
+        fp = self.fingerprint()
         return any(self._remembers(f"valid{(False, loops)}", fp) for loops in (False, True))
 
     def check_range(self) -> None:

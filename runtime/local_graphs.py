@@ -58,17 +58,10 @@ class LocalGraph:
 
 def graph_fingerprint(n: int, rows: np.ndarray, cols: np.ndarray, weight: np.ndarray | None) -> str:
     """sha256 of ``n``, the local edge_index (rows then columns, int64) and the float64 weights:
-    hashing the (2, E) array's bytes is hashing its row bytes, then its column bytes."""
-    h = hashlib.sha256()
-    h.update(f"n={n};E={rows.size};".encode())
-    h.update(np.ascontiguousarray(rows, dtype=np.int64).data)
-    h.update(np.ascontiguousarray(cols, dtype=np.int64).data)
-    if weight is None:
-        h.update(b";unweighted")
-    else:
-        h.update(b";weights=")
-        h.update(np.ascontiguousarray(weight, dtype=np.float64).data)
-    return h.hexdigest()
+    hashing the (2, E) array's bytes is hashing its row bytes, then its column bytes (one graph
+    of :func:`graph_fingerprints`)."""
+    bounds = np.array([0, np.size(rows)], dtype=np.int64)
+    return graph_fingerprints(np.array([n]), bounds, rows, cols, weight)[0]
 
 
 def graph_fingerprints(

@@ -107,7 +107,7 @@ def test_validation_is_remembered_per_index_tensors() -> None:
     other = Batch(b.edge_index, b.batch.clone(), b.ptr)
     assert other._memo == {}
     b.edge_index.add_(0)  # an in-place change: the fingerprint no longer matches
-    assert not b._remembers("valid(False, False)", b._fingerprint())
+    assert not b._remembers("valid(False, False)", b.fingerprint())
     one_way = Batch(torch.tensor([[0], [1]]), torch.zeros(3, dtype=torch.int64),
                     torch.tensor([0, 3]))  # fmt: skip
     assert one_way.validate(allow_directed=True) is one_way
