@@ -322,8 +322,8 @@ def graph_values(
 ) -> Tensor:
     """Values of input-free node or graph sentences (see :meth:`Stage.values`); a graph-level
     stage has ``num_graphs`` rows (``-1``: however many the batch vector holds)."""
-    value = stage(key).values(edge_index, batch, num_nodes).clone()
-    return _check_rows(value, num_graphs, json.loads(key))
+    st = stage(key)
+    return _check_rows(st.values(edge_index, batch, num_nodes).clone(), num_graphs, st.spec)
 
 
 @graph_values.register_fake
@@ -347,7 +347,16 @@ def apply_channels(
     g = -1 if num_graphs is None else num_graphs
     if torch.compiler.is_compiling():
         return channels_op(x, edge_index, batch, key, g)
-    return _check_rows(stage(key).apply(x, edge_index, batch), g, json.loads(key))
+    return _apply_checked(x, edge_index, batch, key, g)
+
+
+def _apply_checked(
+    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int
+) -> Tensor:
+    """:meth:`Stage.apply` with the row check of a given graph count (the stage's own parse
+    of its key: nothing is parsed per call)."""
+    st = stage(key)
+    return _check_rows(st.apply(x, edge_index, batch), num_graphs, st.spec)
 
 
 @torch.library.custom_op("matlang::apply_channels", mutates_args=())
@@ -355,7 +364,7 @@ def channels_op(
     x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int = -1
 ) -> Tensor:
     """:func:`apply_channels` as a custom op (the interpreter's kernels are never traced)."""
-    return _check_rows(stage(key).apply(x, edge_index, batch), num_graphs, json.loads(key))
+    return _apply_checked(x, edge_index, batch, key, num_graphs)
 
 
 @channels_op.register_fake
