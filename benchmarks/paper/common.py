@@ -75,6 +75,8 @@ def runs_record(runs: Sequence[SeedRun], metric: str) -> list[dict[str, Any]]:
             "stopped_early": r.stopped_early,
             "seconds": round(r.seconds, 3),
             "final_train_loss": r.final_train_loss,
+            # recorded only when stacked, so rows of earlier runs read the same
+            **({"stacked_seeds": r.stacked} if r.stacked > 1 else {}),
         }
         for r in runs
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 from tqdm import tqdm
 
 from benchmarks.paper.common import check_limit
@@ -25,6 +26,7 @@ from benchmarks.paper.distributed import (
     launch,
 )
 from benchmarks.paper.models import counting_features, make_model
+from benchmarks.paper.stacked import run_seeds_stacked
 from benchmarks.paper.train import (
     GraphSet,
     SeedRun,
@@ -199,6 +201,7 @@ def count_test(
     conv_layers: int | None = None,
     group: Group | None = None,
     options: Mapping[str, Any] | None = None,
+    stack_seeds: int = 1,
 ) -> CountResult:
     """Table 2's protocol: train on the train split, select on validation MSE, test MSE.
 
@@ -207,7 +210,9 @@ def count_test(
     ``on_seed`` gets the result of the seeds finished so far, after each one;
     ``conv_layers`` replaces the reference models' layer count (the ``count`` configuration's
     4); ``options`` replace other fields of the model's configuration (``learn_supports``,
-    ``num_bands``, ``receptive_field`` … :func:`~runtime.models.replace_fields`).
+    ``num_bands``, ``receptive_field`` … :func:`~runtime.models.replace_fields`);
+    ``stack_seeds`` > 1 trains that many seeds at a time as one stacked model
+    (:mod:`benchmarks.paper.stacked`, GNNML3 only), ``on_seed`` after every group.
     """
     check_limit(limit)
     targets = count_targets(data, task, sentence, progress=progress)
@@ -224,9 +229,8 @@ def count_test(
     def result(runs: list[SeedRun], info: dict[str, Any]) -> CountResult:
         return CountResult(median_metric(runs), runs, targets, info, sizes)
 
-    runs, info = run_seeds(
-        seeds,
-        lambda: make_model(
+    def build() -> nn.Module:
+        return make_model(
             model,
             2,
             1,
@@ -239,7 +243,26 @@ def count_test(
                 **({} if conv_layers is None else {"layers": conv_layers}),
             }
             or None,
-        ),
+        )
+
+    if stack_seeds > 1:
+        if group is not None and group.world > 1:
+            raise MatlangError("stacked seeds train in one process: drop --nproc")
+        done: list[SeedRun] = []
+        info: dict[str, Any] = {}
+        seeds = list(seeds)
+        for lo in range(0, len(seeds), stack_seeds):
+            part, info = run_seeds_stacked(
+                seeds[lo : lo + stack_seeds], build, tr, va, te, cfg, desc=f"{task} {model}"
+            )
+            done += part
+            if on_seed is not None:
+                on_seed(result(done, info))
+        return result(done, info)
+
+    runs, info = run_seeds(
+        seeds,
+        build,
         tr,
         va,
         squared_error,
@@ -334,6 +357,9 @@ def bench(args: argparse.Namespace) -> int:
         if getattr(args, key) is None:
             setattr(args, key, getattr(protocol, key))
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
+    stack = getattr(args, "stack_seeds", 1)
+    if stack > 1 and (getattr(args, "nproc", 1) > 1 or from_environment() is not None):
+        raise MatlangError("--stack-seeds trains in one process: drop --nproc (or torchrun)")
     seeds = start(args)
     layers = protocol.conv_layers if args.layers is None else args.layers
     reduction = args.loss
@@ -426,6 +452,7 @@ def bench(args: argparse.Namespace) -> int:
                 on_seed=lambda partial: save(record(partial)),
                 conv_layers=layers,
                 options=options,
+                stack_seeds=stack,
             )
         summary: dict[str, Any] = {
             "median_test_mse": res.median_test_mse,

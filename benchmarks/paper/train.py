@@ -320,6 +320,8 @@ class SeedRun:
     final_train_loss: float | None
     #: the validation loss after every epoch (the selection's curve)
     val_loss: list[float] = field(default_factory=list)
+    #: seeds trained together with this one (:mod:`benchmarks.paper.stacked`); 1: alone
+    stacked: int = 1
 
 
 def median_metric(runs: Sequence[SeedRun]) -> float:

@@ -1,0 +1,344 @@
+"""Several seeds of one small-graph GNNML3 trained at once, as one stacked dense model.
+
+At the authors' counting protocol (batch 10 of 10-node graphs) a GNNML3 step is ~100 nodes:
+its cost is the ~300 small tensor operations of a forward and backward pass, not arithmetic.
+Training ``K`` seeds together turns each of those operations into one on ``K`` times the data
+(every parameter gets a leading seed axis, every batch is ``(K, B, n, …)``), so ten seeds cost
+about what two do one at a time.
+
+Each seed is exactly the run :func:`~benchmarks.paper.train.run_seeds` would make: the same
+initial weights (``seed_everything(seed)`` then the model's constructor), the same shuffled
+batches (a generator seeded with the seed), its own Adam (Adam is elementwise, so one Adam
+over stacked parameters is ``K`` independent ones), its own validation selection and early
+stop. What differs is the arithmetic's order: graphs are dense ``n × n`` (padded to the
+largest graph) instead of sparse, so trajectories agree to float rounding, not bit for bit
+(tests/benchmarks/test_stacked.py compares the two).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, adam, seed_everything
+from matlang.errors import MatlangError
+from runtime.batch import Batch
+from runtime.models.base import input_features
+from runtime.models.gnnml3 import GNNML3
+
+#: Largest graph the dense stacked path takes (its memory is ``K·B·n²·S`` per step).
+MAX_NODES = 64
+#: Graphs per evaluation chunk (all seeds at once).
+EVAL_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class DenseGraphs:
+    """Graphs padded to ``n`` nodes: features ``x`` ``(G, n, in)``, initial supports ``c``
+    ``(G, n, n, S)`` (zero off ``M``), ``m`` ``(G, n, n)`` 1 on ``M``'s entries, ``node``
+    ``(G, n)`` 1 on real nodes, targets ``y`` ``(G, out)``."""
+
+    x: Tensor
+    c: Tensor
+    m: Tensor
+    node: Tensor
+    y: Tensor
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+    def take(self, idx: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """The graphs at ``idx`` (any shape), each tensor indexed by it."""
+        return self.x[idx], self.c[idx], self.m[idx], self.node[idx], self.y[idx]
+
+
+def check_stackable(model: nn.Module) -> GNNML3:
+    """``model`` if the stacked path computes exactly what its forward does, else an error."""
+    if not isinstance(model, GNNML3):
+        raise MatlangError(
+            f"seeds can be stacked for GNNML3 only, not {type(model).__name__}; "
+            "train the seeds one at a time"
+        )
+    cfg = model.config
+    reasons = [
+        why
+        for bad, why in (
+            (model.task != "graph", "a graph-level task"),
+            (tuple(cfg.readout) != ("sum",), "the sum readout"),
+            (cfg.dropout != 0, "no dropout"),
+            (cfg.output_activation is not None, "no output activation"),
+            (any(c.activation != "relu" for c in model.convs), "ReLU layers"),
+            (
+                any(c.product_activation != "identity" for c in model.convs),
+                "an identity product activation",
+            ),
+        )
+        if bad
+    ]
+    if reasons:
+        raise MatlangError(f"stacked GNNML3 training needs {', '.join(reasons)}")
+    return model
+
+
+def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
+    """``data``'s graphs as :class:`DenseGraphs` for ``model`` (its inputs and supports ``C'``,
+    the latter from the model's cache)."""
+    if data.level != "graph":
+        raise MatlangError("stacked training is for graph-level targets")
+    graphs = list(data.graphs)
+    dtype = model.dtype
+    s = model.config.support.num_supports
+    n = max((g.num_nodes for g in graphs), default=0)
+    if n > MAX_NODES:
+        raise MatlangError(
+            f"stacked training is for small graphs (at most {MAX_NODES} nodes); this set has "
+            f"one of {n}"
+        )
+    g_count = len(graphs)
+    x_out = torch.zeros(g_count, n, model.in_dim, dtype=dtype)
+    c_out = torch.zeros(g_count, n, n, s, dtype=dtype)
+    m_out = torch.zeros(g_count, n, n, dtype=dtype)
+    node = torch.zeros(g_count, n, dtype=dtype)
+    if g_count:
+        batch = Batch.from_graphs(graphs, dtype=dtype)
+        x = input_features(batch, model.in_dim, dtype)
+        sup = model.supports(batch, dtype)
+        local = torch.arange(batch.num_nodes) - batch.ptr[batch.batch]
+        x_out[batch.batch, local] = x
+        node[batch.batch, local] = 1.0
+        row, col = sup.edge_index
+        g = batch.batch[row]
+        key = (g * n + local[row]) * n + local[col]
+        if torch.unique(key).numel() != key.numel():
+            raise MatlangError("a graph's supports store an entry twice; stacking needs one each")
+        c_out[g, local[row], local[col]] = sup.edge_attr.to(dtype)
+        m_out[g, local[row], local[col]] = 1.0
+    return DenseGraphs(x_out, c_out, m_out, node, data.y.to(dtype))
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``x Wᵀ + b`` per seed: ``x`` ``(K, R, in)``, ``weight`` ``(K, out, in)``."""
+    out = torch.bmm(x, weight.transpose(1, 2))
+    return out if bias is None else out + bias.unsqueeze(1)
+
+
+class StackedGNNML3:
+    """``K`` GNNML3 models of one architecture as stacked parameters (``(K, …)`` each, named
+    as in the model's ``state_dict``), with a dense forward over ``(K, B, n, …)`` batches.
+
+    Args:
+        models: the seeds' models, built alike (:func:`check_stackable`).
+    """
+
+    def __init__(self, models: Sequence[GNNML3]) -> None:
+        if not models:
+            raise MatlangError("no models to stack")
+        for m in models:
+            check_stackable(m)
+        first = models[0]
+        names = [n for n, p in first.named_parameters() if p.requires_grad]
+        self.model = first
+        self.k = len(models)
+        self.params: dict[str, Tensor] = {}
+        for name in names:
+            parts = [dict(m.named_parameters())[name].detach() for m in models]
+            if any(p.shape != parts[0].shape for p in parts):
+                raise MatlangError(f"the models differ in the shape of {name}")
+            self.params[name] = torch.stack(parts).clone().requires_grad_(True)
+
+    def _get(self, name: str) -> Tensor | None:
+        return self.params.get(name)
+
+    def _support_features(self, c: Tensor, pre: str) -> Tensor:
+        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` of layer ``pre`` (Eq. 7), ``(K, R, 4S)``."""
+        a, b, c3 = (
+            torch.sigmoid(
+                _linear(
+                    c,
+                    self.params[f"{pre}support_mlp{j}.weight"],
+                    self._get(f"{pre}support_mlp{j}.bias"),
+                )
+            )
+            for j in (1, 2, 3)
+        )
+        return torch.cat([a, b * c3], dim=-1)
+
+    def forward(self, x: Tensor, c: Tensor, m: Tensor, node: Tensor) -> Tensor:
+        """Outputs ``(K, B, out)`` of graphs ``(K, B, n, …)`` (:class:`DenseGraphs` fields)."""
+        k, b, n = x.shape[0], x.shape[1], x.shape[2]
+        s = c.shape[-1]
+        h = x.reshape(k, b * n, -1)
+        c_flat = c.reshape(k, b * n * n, s)
+        p = self._get
+        for i, conv in enumerate(self.model.convs):
+            pre = f"convs.{i}."
+            if conv.learn_supports:
+                z = self._support_features(c_flat, pre)
+                w4 = p(f"{pre}support_mlp4.weight")
+                assert w4 is not None
+                if conv.local_supports:
+                    # mlp_4(z(C')) − mlp_4(z(0)): exactly 0 where every C'^(s) is 0
+                    z0 = self._support_features(c_flat.new_zeros((k, 1, s)), pre)
+                    sup = torch.relu(_linear(z - z0, w4, None))
+                else:
+                    sup = torch.relu(_linear(z, w4, p(f"{pre}support_mlp4.bias")))
+                sup = sup.reshape(k, b, n, n, s) * m.unsqueeze(-1)
+            else:
+                sup = c * m.unsqueeze(-1)
+            weight = p(f"{pre}weight")  # (K, S, in, out)
+            assert weight is not None
+            out_c = weight.shape[-1]
+            # H_s = h W_s for every s: (K, B·n, in) @ (K, in, S·out), read as (K, B, n·S, out)
+            hw = torch.bmm(h, weight.permute(0, 2, 1, 3).reshape(k, -1, s * out_c))
+            conv_out = torch.matmul(sup.reshape(k, b, n, n * s), hw.reshape(k, b, n * s, out_c))
+            conv_out = conv_out.reshape(k, b * n, out_c)
+            bias = p(f"{pre}bias")
+            if bias is not None:
+                conv_out = conv_out + bias.unsqueeze(1)
+            w5, w6 = p(f"{pre}weight5"), p(f"{pre}weight6")
+            if w5 is None or w6 is None:
+                h = torch.relu(conv_out)
+                continue
+            left, right = torch.bmm(h, w5), torch.bmm(h, w6)
+            b5, b6 = p(f"{pre}bias5"), p(f"{pre}bias6")
+            if b5 is not None and b6 is not None:
+                left, right = left + b5.unsqueeze(1), right + b6.unsqueeze(1)
+            h = torch.relu(torch.cat([conv_out, left * right], dim=-1))
+        r = (h.reshape(k, b, n, -1) * node.unsqueeze(-1)).sum(2)  # the sum readout
+        for j in range(len(self.model.head.linears)):
+            if j:
+                r = torch.relu(r)
+            r = _linear(r, self.params[f"head.linears.{j}.weight"], p(f"head.linears.{j}.bias"))
+        return r
+
+    @torch.no_grad()
+    def squared_errors(self, data: DenseGraphs, chunk: int = EVAL_CHUNK) -> Tensor:
+        """Each seed's sum of squared errors over every graph of ``data``, ``(K,)``."""
+        total = torch.zeros(self.k, dtype=torch.float64)
+        for lo in range(0, len(data), chunk):
+            idx = torch.arange(lo, min(len(data), lo + chunk))
+            x, c, m, node, y = (t.unsqueeze(0).expand(self.k, *t.shape) for t in data.take(idx))
+            out = self.forward(x, c, m, node)
+            total += torch.square(out - y).sum(dim=(1, 2)).double()
+        return total
+
+    def state(self) -> dict[str, Tensor]:
+        """A copy of the stacked parameters."""
+        return {n: t.detach().clone() for n, t in self.params.items()}
+
+    def load_seed(self, state: dict[str, Tensor], seed_index: int) -> None:
+        """Seed ``seed_index``'s parameters from ``state`` (a :meth:`state`)."""
+        with torch.no_grad():
+            for n, t in self.params.items():
+                t[seed_index].copy_(state[n][seed_index])
+
+    def unstack(self, seed_index: int, model: GNNML3) -> GNNML3:
+        """``model`` (built alike) holding seed ``seed_index``'s parameters."""
+        with torch.no_grad():
+            named = dict(model.named_parameters())
+            for n, t in self.params.items():
+                named[n].copy_(t[seed_index])
+        return model
+
+
+def run_seeds_stacked(
+    seeds: Sequence[int],
+    build: Callable[[], nn.Module],
+    train: GraphSet,
+    val: GraphSet,
+    test: GraphSet,
+    config: TrainConfig,
+    *,
+    desc: str = "train",
+) -> tuple[list[SeedRun], dict[str, Any]]:
+    """:func:`~benchmarks.paper.train.run_seeds` with a squared-error loss and the test MSE as
+    the score, for every seed of ``seeds`` at once (see the module's docstring). Each run's
+    ``seconds`` is its share (``1/K``) of the stacked run's time."""
+    from benchmarks.paper.models import describe_model
+
+    seeds = list(seeds)
+    if not seeds:
+        return [], {}
+    start = time.perf_counter()
+    models = []
+    for seed in seeds:
+        seed_everything(seed)
+        models.append(check_stackable(build()))
+    info = describe_model(models[0])
+    stack = StackedGNNML3(models)
+    tr, va, te = (densify(models[0], d) for d in (train, val, test))
+    k, cfg = len(seeds), config
+    opt = adam(stack.params.values(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gens = [torch.Generator().manual_seed(seed) for seed in seeds]
+    best = (stack.squared_errors(va) / max(1, len(va))).tolist()
+    best_state = stack.state()
+    best_epoch = [0] * k
+    history: list[list[float]] = [[] for _ in seeds]
+    val_history: list[list[float]] = [[] for _ in seeds]
+    active = [True] * k
+    stopped = [False] * k
+    n_train = len(tr)
+    bar = tqdm(range(1, cfg.epochs + 1), desc=f"{desc} ×{k}", disable=not cfg.progress, leave=False)
+    for epoch in bar:
+        orders = torch.stack([torch.randperm(n_train, generator=g) for g in gens])
+        total = torch.zeros(k, dtype=torch.float64)
+        for lo in range(0, n_train, cfg.batch_size):
+            idx = orders[:, lo : lo + cfg.batch_size]
+            x, c, m, node, y = tr.take(idx)
+            err = torch.square(stack.forward(x, c, m, node) - y).sum(dim=(1, 2))
+            step = err / idx.shape[1] if cfg.reduction == "mean" else err
+            opt.zero_grad()
+            step.sum().backward()
+            opt.step()
+            total += err.detach().double()
+        v = (stack.squared_errors(va) / max(1, len(va))).tolist()
+        state: dict[str, Tensor] | None = None
+        for i in range(k):
+            if not active[i]:
+                continue  # stopped earlier: its later updates are never read
+            history[i].append(float(total[i]) / max(1, n_train))
+            val_history[i].append(v[i])
+            if v[i] < best[i]:
+                state = state or stack.state()
+                best[i], best_epoch[i] = v[i], epoch
+                for n, t in best_state.items():
+                    t[i].copy_(state[n][i])
+            if history[i][-1] < cfg.stop_below:
+                active[i], stopped[i] = False, True
+        bar.set_postfix(val=f"{min(v):.2e}")
+        if not any(active):
+            break
+    for i in range(k):
+        stack.load_seed(best_state, i)
+    test_mse = (stack.squared_errors(te) / max(1, len(te))).tolist()
+    share = (time.perf_counter() - start) / k
+    runs = [
+        SeedRun(
+            seed,
+            test_mse[i],
+            best_epoch[i],
+            len(history[i]),
+            stopped[i],
+            share,
+            history[i][-1] if history[i] else None,
+            val_history[i],
+            stacked=k,
+        )
+        for i, seed in enumerate(seeds)
+    ]
+    return runs, info
+
+
+__all__ = [
+    "DenseGraphs",
+    "StackedGNNML3",
+    "check_stackable",
+    "densify",
+    "run_seeds_stacked",
+]

@@ -1,0 +1,174 @@
+"""Seeds trained together (benchmarks.paper.stacked) against the same seeds one at a time:
+the same outputs at initialisation, the same gradients, the same training to float rounding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks.paper.count import count_test
+from benchmarks.paper.models import counting_features, make_model
+from benchmarks.paper.stacked import MAX_NODES, StackedGNNML3, densify, run_seeds_stacked
+from benchmarks.paper.train import (
+    GraphSet,
+    TrainConfig,
+    mean_loss,
+    run_seeds,
+    seed_everything,
+    squared_error,
+)
+from matlang.cli import main
+from matlang.errors import MatlangError
+from runtime.datasets import CountingData
+from runtime.generators import erdos_renyi
+
+
+def _set(n: int, seed: int) -> GraphSet:
+    """Graphs of 5–9 nodes (the dense path pads them to 9), their edge counts as targets."""
+    graphs = counting_features([erdos_renyi(5 + (k % 5), 0.45, seed=seed + k) for k in range(n)])
+    return GraphSet(graphs, torch.tensor([[float(g.num_edges)] for g in graphs]))
+
+
+def _build(**options: object):  # noqa: ANN202 - a factory of GNNML3 models
+    return lambda: make_model("gnnml3", 2, 1, protocol="count", options=options or None)
+
+
+def _models(seeds: list[int], **options: object) -> list[torch.nn.Module]:
+    out = []
+    for s in seeds:
+        seed_everything(s)
+        out.append(_build(**options)())
+    return out
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"local_supports": True}, {"learn_supports": False}, {"product_channels": 0}],
+    ids=["eq7", "local", "fixed-supports", "no-product"],
+)
+def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
+    data = _set(14, 0)
+    models = _models([0, 5], **options)
+    stack = StackedGNNML3(models)  # type: ignore[arg-type]
+    dense = densify(models[0], data)  # type: ignore[arg-type]
+    assert dense.x.shape[1] == 9 and float(dense.node.sum()) == sum(
+        g.num_nodes for g in data.graphs
+    )
+    idx = torch.arange(len(data))
+    x, c, m, node, _ = (t.unsqueeze(0).expand(2, *t.shape) for t in dense.take(idx))
+    out = stack.forward(x, c, m, node)
+    for k, model in enumerate(models):
+        with torch.no_grad():
+            ref = torch.cat([model(b) for b, _, _ in data.batches(5)])
+        torch.testing.assert_close(out[k].detach(), ref, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(out[0], out[1])  # two seeds, two models
+
+
+def test_stacked_gradients_equal_each_model() -> None:
+    data = _set(10, 3)
+    models = _models([1, 2])
+    stack = StackedGNNML3(models)  # type: ignore[arg-type]
+    dense = densify(models[0], data)  # type: ignore[arg-type]
+    idx = torch.arange(len(data)).unsqueeze(0).expand(2, -1)
+    x, c, m, node, y = dense.take(idx)
+    torch.square(stack.forward(x, c, m, node) - y).sum().backward()
+    batch = next(data.batches(len(data)))[0]
+    for k, model in enumerate(models):
+        model.zero_grad()
+        squared_error(model(batch), data.y).backward()
+        for name, p in model.named_parameters():
+            grad = stack.params[name].grad
+            assert grad is not None and p.grad is not None
+            torch.testing.assert_close(grad[k], p.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_stacked_training_matches_seeds_one_at_a_time() -> None:
+    train, val, test = _set(30, 0), _set(12, 100), _set(12, 200)
+    cfg = TrainConfig(epochs=3, batch_size=4, progress=False)
+    score = lambda net: mean_loss(net, test, squared_error)  # noqa: E731
+    one, _ = run_seeds([0, 1], _build(), train, val, squared_error, score, cfg)
+    together, info = run_seeds_stacked([0, 1], _build(), train, val, test, cfg)
+    assert info["class"] == "GNNML3"
+    for a, b in zip(one, together, strict=True):
+        assert (a.seed, a.epochs_run, a.best_epoch) == (b.seed, b.epochs_run, b.best_epoch)
+        np.testing.assert_allclose(b.val_loss, a.val_loss, rtol=1e-3)
+        assert b.metric == pytest.approx(a.metric, rel=1e-3)
+        assert b.final_train_loss == pytest.approx(a.final_train_loss, rel=1e-3)
+        assert (a.stacked, b.stacked) == (1, 2)
+
+
+def test_stacked_seeds_stop_early_on_their_own() -> None:
+    train, val, test = _set(12, 0), _set(6, 100), _set(6, 200)
+    cfg = TrainConfig(epochs=4, batch_size=4, stop_below=1e12, progress=False)
+    runs, _ = run_seeds_stacked([0, 1], _build(), train, val, test, cfg)
+    assert all(r.stopped_early and r.epochs_run == 1 for r in runs)
+
+
+def test_stacking_refuses_what_it_does_not_compute() -> None:
+    cfg = TrainConfig(epochs=1, progress=False)
+    data = _set(6, 0)
+    gin = lambda: make_model("gin", 2, 1, protocol="count")  # noqa: E731
+    with pytest.raises(MatlangError, match="GNNML3 only"):
+        run_seeds_stacked([0, 1], gin, data, data, data, cfg)
+    with pytest.raises(MatlangError, match="no dropout"):
+        run_seeds_stacked([0], _build(dropout=0.5), data, data, data, cfg)
+    big = GraphSet(counting_features([erdos_renyi(MAX_NODES + 1, 0.1, seed=0)]), torch.ones(1, 1))
+    with pytest.raises(MatlangError, match="small graphs"):
+        run_seeds_stacked([0], _build(), big, big, big, cfg)
+
+
+def _counting_data(n: int = 36) -> CountingData:
+    graphs = [erdos_renyi(8, 0.4, seed=k, name=f"er{k}") for k in range(n)]
+    idx = np.arange(n)
+    return CountingData(graphs, idx[: n // 3], idx[n // 3 : 2 * n // 3], idx[2 * n // 3 :], {})
+
+
+def test_count_test_stacks_in_groups_and_reports_each_group() -> None:
+    seen: list[list[int]] = []
+    res = count_test(
+        _counting_data(),
+        "triangle",
+        "gnnml3",
+        seeds=[0, 1, 2],
+        train=TrainConfig(epochs=1, batch_size=4, progress=False),
+        stack_seeds=2,
+        on_seed=lambda r: seen.append([run.seed for run in r.runs]),
+    )
+    assert seen == [[0, 1], [0, 1, 2]]
+    assert [r.stacked for r in res.runs] == [2, 2, 1]
+    alone = count_test(
+        _counting_data(),
+        "triangle",
+        "gnnml3",
+        seeds=[2],
+        train=TrainConfig(epochs=1, batch_size=4, progress=False),
+    )
+    assert res.runs[2].metric == pytest.approx(alone.runs[0].metric, rel=1e-3)
+
+
+def test_bench_count_stack_seeds_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime import generators
+
+    monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())
+    base = ["bench", "count", "--task", "triangle", "--model", "gnnml3", "--dataset"]
+    small = ["paperlike", "--epochs", "1", "--json", "--no-progress", "--out", str(tmp_path)]
+    assert main([*base, *small, "--seeds", "2", "--stack-seeds", "2"]) == 0
+    path = tmp_path / "count-paperlike-triangle-gnnml3.json"
+    rec = json.loads(path.read_text())
+    assert [r.get("stacked_seeds") for r in rec["runs"]] == [2, 2]
+    # seeds trained alone take --append to the same file: the same experiment
+    assert main([*base, *small, "--first-seed", "2", "--seeds", "1", "--append"]) == 0
+    rec = json.loads(path.read_text())
+    assert rec["seeds"] == [0, 1, 2] and "stacked_seeds" not in rec["runs"][2]
+    capsys.readouterr()
+    assert main([*base, *small, "--seeds", "2", "--stack-seeds", "2", "--nproc", "2"]) == 1
+    assert "drop --nproc" in capsys.readouterr().err
+    gin = ["bench", "count", "--task", "triangle", "--model", "gin", "--dataset"]
+    assert main([*gin, *small, "--seeds", "2", "--stack-seeds", "2"]) == 1
+    assert "GNNML3 only" in capsys.readouterr().err
