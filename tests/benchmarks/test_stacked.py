@@ -23,6 +23,7 @@ from benchmarks.paper.train import (
 )
 from matlang.cli import main
 from matlang.errors import MatlangError
+from runtime import datasets
 from runtime.datasets import CountingData
 from runtime.generators import erdos_renyi
 
@@ -172,3 +173,19 @@ def test_bench_count_stack_seeds_cli(
     gin = ["bench", "count", "--task", "triangle", "--model", "gin", "--dataset"]
     assert main([*gin, *small, "--seeds", "2", "--stack-seeds", "2"]) == 1
     assert "GNNML3 only" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not datasets.data_available(), reason="data folder not found")
+def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
+    from benchmarks.perf import stacked
+
+    out = tmp_path / "stacked.json"
+    assert stacked.main(["--seeds", "2", "--steps", "2", "--repeats", "1", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    step = res["seconds_per_seed_step"]
+    assert step["alone"] > 0 and step["stacked"] > 0
+    assert res["speedup"] == pytest.approx(step["alone"] / step["stacked"])
+    assert res["seconds_per_seed_epoch"]["alone"] == pytest.approx(step["alone"] * 150)
+    assert "seeds stacked" in out.with_suffix(".md").read_text()
+    with pytest.raises(SystemExit, match="not replaced"):
+        stacked.main(["--seeds", "2", "--steps", "1", "--repeats", "1", "--out", str(out)])
