@@ -168,6 +168,17 @@ def _cell(ours: str, paper: str) -> str:
     return f"{ours} / {paper}"
 
 
+def _seed_ranges(seeds: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+    out: list[str] = []
+    for s in sorted(seeds):
+        if out and out[-1].split("–")[-1] == str(s - 1):
+            out[-1] = f"{out[-1].split('–')[0]}–{s}"
+        else:
+            out.append(str(s))
+    return ", ".join(out)
+
+
 def _run_note(r: Result) -> str:
     d = r.data
     cfg = d.get("config", {})
@@ -182,6 +193,9 @@ def _run_note(r: Result) -> str:
         )
     if cfg.get("limit"):
         bits.append(f"limit {cfg['limit']}")
+    stacked = [x.get("seed") for x in d.get("runs", []) if x.get("stacked_seeds")]
+    if stacked:
+        bits.append(f"seed(s) {_seed_ranges(stacked)} trained stacked (`--stack-seeds`)")
     if d.get("partial"):
         bits.append(f"**partial** (seeds {d['partial'].get('missing_seeds')} missing)")
     t = d.get("targets", {})

@@ -138,14 +138,18 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
         if train and f["batch_size"]:
             # Adam steps in the whole budget: what batch 10 buys over batch 64
             row["max_steps"] = epochs * -(-train // int(f["batch_size"]))
-        seconds = sum(r.get("seconds", 0.0) for r in runs)
-        ran = sum(r.get("epochs_run", 0) for r in runs)
+        # seconds per epoch of the seeds trained alone: a stacked seed's row holds its share
+        # of a K-seed run, another cost model (benchmarks/stacked.md)
+        alone = [r for r in runs if not r.get("stacked_seeds")]
+        seconds = sum(r.get("seconds", 0.0) for r in alone)
+        ran = sum(r.get("epochs_run", 0) for r in alone)
         row["tasks"][d.get("task")] = {
             "file": name,
             "median_test_mse": d.get("median_test_mse"),
             "per_seed": d.get("per_seed"),
             "seeds": d.get("seeds"),
             "partial": bool(d.get("partial")),
+            "stacked": len(runs) - len(alone),
             "best_epochs": [r.get("best_epoch") for r in runs],
             "seconds_per_epoch": seconds / ran if ran else None,
             "best_val_mse_within": {
@@ -182,7 +186,8 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
         "## GNNML3 counting ablation (issue 16)",
         "",
         table["what"] + ". A cell: median test MSE (seeds: the per-seed values). "
-        "Rows marked *Table 2* are the main table's own runs, for reference.",
+        "Rows marked *Table 2* are the main table's own runs, for reference; s/epoch is "
+        "over the seeds trained alone (not `--stack-seeds`).",
         "",
         "| Variant | epochs | Adam steps | "
         + " | ".join(TASK_LABEL.get(t, t) for t in tasks)
@@ -202,6 +207,7 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
                 continue
             per = ", ".join(_sci(v) for v in c["per_seed"] or [])
             part = " partial" if c["partial"] else ""
+            part += f", {c['stacked']} stacked" if c.get("stacked") else ""
             cells.append(f"{_sci(c['median_test_mse'])} ({len(c['seeds'] or [])}{part}: {per})")
             if c["seconds_per_epoch"]:
                 speeds.append(c["seconds_per_epoch"])

@@ -189,3 +189,44 @@ def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
     assert "seeds stacked" in out.with_suffix(".md").read_text()
     with pytest.raises(SystemExit, match="not replaced"):
         stacked.main(["--seeds", "2", "--steps", "1", "--repeats", "1", "--out", str(out)])
+
+
+def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.paper.report import _seed_ranges, write_report
+    from runtime import generators
+
+    assert _seed_ranges([5, 0, 1, 2, 7, 8]) == "0–2, 5, 7–8"
+    monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())
+    base = ["bench", "count", "--task", "triangle", "--model", "gnnml3", "--dataset"]
+    small = ["paperlike", "--epochs", "2", "--json", "--no-progress", "--out", str(tmp_path)]
+    arm = ["--variant", "abl-e2"]
+    assert main([*base, *small, *arm, "--seeds", "1"]) == 0
+    assert (
+        main(
+            [
+                *base,
+                *small,
+                *arm,
+                "--first-seed",
+                "1",
+                "--seeds",
+                "2",
+                "--stack-seeds",
+                "2",
+                "--append",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    rec = json.loads((tmp_path / "count-paperlike-triangle-gnnml3.abl-e2.json").read_text())
+    write_report(tmp_path, plots=False)
+    report = (tmp_path / "report.md").read_text()
+    tables = json.loads((tmp_path / "report-variants.json").read_text())
+    cell = tables["count_ablation"]["rows"][0]["tasks"]["triangle"]
+    assert cell["seeds"] == [0, 1, 2] and cell["stacked"] == 2
+    alone = rec["runs"][0]
+    assert cell["seconds_per_epoch"] == pytest.approx(alone["seconds"] / alone["epochs_run"])
+    assert "(3, 2 stacked: " in report
