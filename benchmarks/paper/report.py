@@ -236,21 +236,51 @@ def table1(results: Sequence[Result]) -> tuple[str, list[Result]]:
     return "\n".join(lines), used
 
 
-def table2(results: Sequence[Result], dataset: str) -> tuple[str, list[Result]]:
-    """Markdown for Table 2 on one counting dataset."""
+#: Table 2 rows read from variant files, after their model's row: (model, variant) → label.
+#: GNNML3 at the authors' batch 10 and the paper's 200 epochs is the protocol the counting
+#: ablation supports (issue 16); its files are the ablation's ``abl-e200`` arm.
+TABLE2_VARIANT_ROWS = {("gnnml3", "abl-e200"): "GNNML3, batch 10"}
+
+
+def table2_variant_rows(folder: str | Path) -> list[Result]:
+    """The result files of :data:`TABLE2_VARIANT_ROWS` in ``folder``, each with its row label
+    under ``"row"`` in its data."""
+    out = []
+    for path in sorted(Path(folder).glob("count-*.json")):
+        for (model, variant), label in TABLE2_VARIANT_ROWS.items():
+            if path.name.endswith(f"-{model}.{variant}.json"):
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("model") == model and data.get("config", {}).get("variant") == variant:
+                    out.append(Result(path, {**data, "row": label}))
+    return out
+
+
+def table2(
+    results: Sequence[Result], dataset: str, variant_rows: Sequence[Result] = ()
+) -> tuple[str, list[Result]]:
+    """Markdown for Table 2 on one counting dataset (``variant_rows``: files of
+    :func:`table2_variant_rows`, a row after their model's)."""
     used: list[Result] = []
     lines = ["| Model | " + " | ".join(TABLE2_HEAD) + " |", "|---" * (len(TABLE2_HEAD) + 1) + "|"]
     rs = [r for r in results if r.bench == "count" and r.data.get("dataset") == dataset]
+    extra = [r for r in variant_rows if r.data.get("dataset") == dataset]
     for m in _models(rs, ("count",)):
         paper = PAPER_TABLE2.get(m)
-        cells = []
-        for k, task in enumerate(TABLE2_TASKS):
-            r = _find(rs, "count", m, task=task)
-            if r:
-                used.append(r)
-            ours = _sci(r.data["median_test_mse"]) if r else "–"
-            cells.append(_cell(ours, _sci(paper[k]) if paper else "–"))
-        lines.append(f"| {MODEL_LABEL.get(m, m)} | " + " | ".join(cells) + " |")
+        rows = [(MODEL_LABEL.get(m, m), [r for r in rs if r.model == m])]
+        rows += [
+            (label, [r for r in extra if r.data["row"] == label])
+            for (model, _), label in TABLE2_VARIANT_ROWS.items()
+            if model == m and any(r.data["row"] == label for r in extra)
+        ]
+        for label, files in rows:
+            cells = []
+            for k, task in enumerate(TABLE2_TASKS):
+                r = _find(files, "count", m, task=task)
+                if r:
+                    used.append(r)
+                ours = _sci(r.data["median_test_mse"]) if r else "–"
+                cells.append(_cell(ours, _sci(paper[k]) if paper else "–"))
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines), used
 
 
@@ -381,8 +411,13 @@ def _notes(used: Sequence[Result]) -> str:
     return "\n".join(f"- {MODEL_LABEL.get(r.model, r.model)}: {_run_note(r)}" for r in used)
 
 
-def render(results: Sequence[Result], plots: dict[str, str] | None = None) -> str:
-    """The Markdown report (``plots``: table name → PNG file name to link)."""
+def render(
+    results: Sequence[Result],
+    plots: dict[str, str] | None = None,
+    variant_rows: Sequence[Result] = (),
+) -> str:
+    """The Markdown report (``plots``: table name → PNG file name to link; ``variant_rows``:
+    Table 2's rows from variant files, :func:`table2_variant_rows`)."""
     plots = plots or {}
     out = [
         "# Reproducing the paper's tables",
@@ -407,7 +442,7 @@ def render(results: Sequence[Result], plots: dict[str, str] | None = None) -> st
     if not datasets:
         out += ["_No result files for this table yet._", ""]
     for ds in datasets:
-        md, used = table2(results, ds)
+        md, used = table2(results, ds, variant_rows)
         out += [f"### dataset `{ds}`", "", md, "", _notes(used), ""]
         if f"table2-{ds}" in plots:
             out += [f"![Table 2 on {ds}]({plots[f'table2-{ds}']})", ""]
@@ -479,7 +514,7 @@ def write_report(
     from benchmarks.paper.variants import variants_report
 
     tables, extra = variants_report(results_dir)
-    text = render(results, links)
+    text = render(results, links, table2_variant_rows(results_dir))
     if extra:
         text = text.rstrip("\n") + "\n\n" + "\n".join(extra)
         path = out / "report-variants.json"
@@ -498,6 +533,7 @@ __all__ = [
     "Result",
     "load_results",
     "render",
+    "table2_variant_rows",
     "table1",
     "table2",
     "table3",

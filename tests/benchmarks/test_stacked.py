@@ -194,7 +194,7 @@ def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
 def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks.paper.report import _seed_ranges, write_report
+    from benchmarks.paper.report import TABLE2_TASKS, _seed_ranges, write_report
     from runtime import generators
 
     assert _seed_ranges([5, 0, 1, 2, 7, 8]) == "0–2, 5, 7–8"
@@ -230,3 +230,17 @@ def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
     alone = rec["runs"][0]
     assert cell["seconds_per_epoch"] == pytest.approx(alone["seconds"] / alone["epochs_run"])
     assert "(3, 2 stacked: " in report
+    # the ablation's full-budget arm (abl-e200) is also a row of Table 2, after GNNML3's
+    assert main([*base, *small, "--variant", "abl-e200", "--seeds", "2", "--stack-seeds", "2"]) == 0
+    assert main([*base, *small, "--seeds", "1"]) == 0
+    capsys.readouterr()
+    full = json.loads((tmp_path / "count-paperlike-triangle-gnnml3.abl-e200.json").read_text())
+    write_report(tmp_path, plots=False)
+    report = (tmp_path / "report.md").read_text()
+    table2 = report[report.index("## Table 2") : report.index("## Table 3")]
+    rows = [line for line in table2.splitlines() if line.startswith("| GNNML3")]
+    assert [r.split(" | ")[0] for r in rows] == ["| GNNML3", "| GNNML3, batch 10"]
+    median = f"{full['median_test_mse']:.2E}".replace("E-0", "E-")
+    column = 1 + TABLE2_TASKS.index("triangle")
+    assert rows[1].split(" | ")[column].startswith(median)
+    assert "seed(s) 0–1 trained stacked" in report
