@@ -39,23 +39,55 @@ EVAL_CHUNK = 100
 
 
 @dataclass(frozen=True)
-class DenseGraphs:
-    """Graphs padded to ``n`` nodes: features ``x`` ``(G, n, in)``, initial supports ``c``
-    ``(G, n, n, S)`` (zero off ``M``), ``m`` ``(G, n, n)`` 1 on ``M``'s entries, ``node``
-    ``(G, n)`` 1 on real nodes, targets ``y`` ``(G, out)``."""
+class DenseBatch:
+    """Graphs for the stacked forward, ``(K, B, …)`` (or ``(B, …)`` read by every seed):
+    features ``x`` ``(…, n, in)``, initial supports ``c`` ``(…, n, n, S)`` (zero off ``M``),
+    ``node`` ``(…, n)`` 1 on real nodes, targets ``y`` ``(…, out)``, and ``M``'s entries of
+    each graph as a list: ``entries`` ``(…, E)`` flat indices ``i·n + j``, their supports
+    ``entry_c`` ``(…, E, S)``, ``entry_mask`` ``(…, E)`` 1 on real entries (E: the most any
+    graph here has; Eq. 7's MLPs run on these entries only, ~37% of n² on randomgraph)."""
 
     x: Tensor
     c: Tensor
-    m: Tensor
     node: Tensor
     y: Tensor
+    entries: Tensor
+    entry_c: Tensor
+    entry_mask: Tensor
+
+    def expand(self, k: int) -> DenseBatch:
+        """The same graphs for each of ``k`` seeds (views, no copies)."""
+        return DenseBatch(*(t.unsqueeze(0).expand(k, *t.shape) for t in self._fields()))
+
+    def _fields(self) -> tuple[Tensor, ...]:
+        return (self.x, self.c, self.node, self.y, self.entries, self.entry_c, self.entry_mask)
+
+
+@dataclass(frozen=True)
+class DenseGraphs:
+    """Every graph of a set padded to ``n`` nodes and ``E`` entries of ``M`` (the fields of
+    :class:`DenseBatch`, one row per graph), plus ``counts`` ``(G,)``, each graph's entries."""
+
+    graphs: DenseBatch
+    counts: Tensor
 
     def __len__(self) -> int:
-        return int(self.x.shape[0])
+        return int(self.graphs.x.shape[0])
 
-    def take(self, idx: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-        """The graphs at ``idx`` (any shape), each tensor indexed by it."""
-        return self.x[idx], self.c[idx], self.m[idx], self.node[idx], self.y[idx]
+    def take(self, idx: Tensor) -> DenseBatch:
+        """The graphs at ``idx`` (any shape), with the entry lists cut to the most any of
+        them has."""
+        e = int(self.counts[idx].max()) if idx.numel() else 0
+        g = self.graphs
+        return DenseBatch(
+            g.x[idx],
+            g.c[idx],
+            g.node[idx],
+            g.y[idx],
+            g.entries[idx][..., :e],
+            g.entry_c[idx][..., :e, :],
+            g.entry_mask[idx][..., :e],
+        )
 
 
 def check_stackable(model: nn.Module) -> GNNML3:
@@ -88,7 +120,8 @@ def check_stackable(model: nn.Module) -> GNNML3:
 
 def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
     """``data``'s graphs as :class:`DenseGraphs` for ``model`` (its inputs and supports ``C'``,
-    the latter from the model's cache)."""
+    the latter from the model's cache): padded to the largest graph's ``n`` nodes and the most
+    entries of ``M`` any graph has."""
     if data.level != "graph":
         raise MatlangError("stacked training is for graph-level targets")
     graphs = list(data.graphs)
@@ -103,8 +136,11 @@ def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
     g_count = len(graphs)
     x_out = torch.zeros(g_count, n, model.in_dim, dtype=dtype)
     c_out = torch.zeros(g_count, n, n, s, dtype=dtype)
-    m_out = torch.zeros(g_count, n, n, dtype=dtype)
     node = torch.zeros(g_count, n, dtype=dtype)
+    counts = torch.zeros(g_count, dtype=torch.int64)
+    entries = torch.zeros(g_count, 0, dtype=torch.int64)
+    entry_c = torch.zeros(g_count, 0, s, dtype=dtype)
+    entry_mask = torch.zeros(g_count, 0, dtype=dtype)
     if g_count:
         batch = Batch.from_graphs(graphs, dtype=dtype)
         x = input_features(batch, model.in_dim, dtype)
@@ -114,12 +150,24 @@ def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
         node[batch.batch, local] = 1.0
         row, col = sup.edge_index
         g = batch.batch[row]
-        key = (g * n + local[row]) * n + local[col]
+        flat = local[row] * n + local[col]
+        key = g * n * n + flat
         if torch.unique(key).numel() != key.numel():
             raise MatlangError("a graph's supports store an entry twice; stacking needs one each")
         c_out[g, local[row], local[col]] = sup.edge_attr.to(dtype)
-        m_out[g, local[row], local[col]] = 1.0
-    return DenseGraphs(x_out, c_out, m_out, node, data.y.to(dtype))
+        # M's entries of each graph as a padded list: slot = rank among its graph's entries
+        counts = torch.bincount(g, minlength=g_count)
+        starts = torch.cumsum(counts, 0) - counts
+        slot = torch.arange(g.numel()) - starts[g]
+        width = int(counts.max())
+        entries = torch.zeros(g_count, width, dtype=torch.int64)
+        entry_c = torch.zeros(g_count, width, s, dtype=dtype)
+        entry_mask = torch.zeros(g_count, width, dtype=dtype)
+        entries[g, slot] = flat
+        entry_c[g, slot] = sup.edge_attr.to(dtype)
+        entry_mask[g, slot] = 1.0
+    graphs_out = DenseBatch(x_out, c_out, node, data.y.to(dtype), entries, entry_c, entry_mask)
+    return DenseGraphs(graphs_out, counts)
 
 
 def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -169,28 +217,34 @@ class StackedGNNML3:
         )
         return torch.cat([a, b * c3], dim=-1)
 
-    def forward(self, x: Tensor, c: Tensor, m: Tensor, node: Tensor) -> Tensor:
-        """Outputs ``(K, B, out)`` of graphs ``(K, B, n, …)`` (:class:`DenseGraphs` fields)."""
+    def forward(self, batch: DenseBatch) -> Tensor:
+        """Outputs ``(K, B, out)`` of a ``(K, B, …)`` :class:`DenseBatch`."""
+        x, node = batch.x, batch.node
         k, b, n = x.shape[0], x.shape[1], x.shape[2]
-        s = c.shape[-1]
+        s = batch.c.shape[-1]
+        e = batch.entries.shape[-1]
         h = x.reshape(k, b * n, -1)
-        c_flat = c.reshape(k, b * n * n, s)
+        c_list = batch.entry_c.reshape(k, b * e, s)
+        # where each entry's learned support goes in the (K, B, n·n, S) supports
+        slots = batch.entries.unsqueeze(-1).expand(k, b, e, s)
+        mask = batch.entry_mask.unsqueeze(-1)
         p = self._get
         for i, conv in enumerate(self.model.convs):
             pre = f"convs.{i}."
             if conv.learn_supports:
-                z = self._support_features(c_flat, pre)
+                z = self._support_features(c_list, pre)
                 w4 = p(f"{pre}support_mlp4.weight")
                 assert w4 is not None
                 if conv.local_supports:
                     # mlp_4(z(C')) − mlp_4(z(0)): exactly 0 where every C'^(s) is 0
-                    z0 = self._support_features(c_flat.new_zeros((k, 1, s)), pre)
-                    sup = torch.relu(_linear(z - z0, w4, None))
+                    z0 = self._support_features(c_list.new_zeros((k, 1, s)), pre)
+                    learned = torch.relu(_linear(z - z0, w4, None))
                 else:
-                    sup = torch.relu(_linear(z, w4, p(f"{pre}support_mlp4.bias")))
-                sup = sup.reshape(k, b, n, n, s) * m.unsqueeze(-1)
+                    learned = torch.relu(_linear(z, w4, p(f"{pre}support_mlp4.bias")))
+                learned = learned.reshape(k, b, e, s) * mask  # padding slots add 0
+                sup = learned.new_zeros((k, b, n * n, s)).scatter_add(2, slots, learned)
             else:
-                sup = c * m.unsqueeze(-1)
+                sup = batch.c
             weight = p(f"{pre}weight")  # (K, S, in, out)
             assert weight is not None
             out_c = weight.shape[-1]
@@ -222,10 +276,8 @@ class StackedGNNML3:
         """Each seed's sum of squared errors over every graph of ``data``, ``(K,)``."""
         total = torch.zeros(self.k, dtype=torch.float64)
         for lo in range(0, len(data), chunk):
-            idx = torch.arange(lo, min(len(data), lo + chunk))
-            x, c, m, node, y = (t.unsqueeze(0).expand(self.k, *t.shape) for t in data.take(idx))
-            out = self.forward(x, c, m, node)
-            total += torch.square(out - y).sum(dim=(1, 2)).double()
+            batch = data.take(torch.arange(lo, min(len(data), lo + chunk))).expand(self.k)
+            total += torch.square(self.forward(batch) - batch.y).sum(dim=(1, 2)).double()
         return total
 
     def state(self) -> dict[str, Tensor]:
@@ -290,8 +342,8 @@ def run_seeds_stacked(
         total = torch.zeros(k, dtype=torch.float64)
         for lo in range(0, n_train, cfg.batch_size):
             idx = orders[:, lo : lo + cfg.batch_size]
-            x, c, m, node, y = tr.take(idx)
-            err = torch.square(stack.forward(x, c, m, node) - y).sum(dim=(1, 2))
+            batch = tr.take(idx)
+            err = torch.square(stack.forward(batch) - batch.y).sum(dim=(1, 2))
             step = err / idx.shape[1] if cfg.reduction == "mean" else err
             opt.zero_grad()
             step.sum().backward()
@@ -336,6 +388,7 @@ def run_seeds_stacked(
 
 
 __all__ = [
+    "DenseBatch",
     "DenseGraphs",
     "StackedGNNML3",
     "check_stackable",

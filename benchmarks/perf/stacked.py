@@ -59,9 +59,9 @@ def measure(seeds: int, steps: int, repeats: int, batch_size: int = 10) -> dict[
         t = time.perf_counter()
         orders = torch.stack([torch.randperm(len(train), generator=gen) for _ in range(seeds)])
         for k in range(steps):
-            x, c, m, node, yy = dense.take(orders[:, k * batch_size : (k + 1) * batch_size])
+            batch = dense.take(orders[:, k * batch_size : (k + 1) * batch_size])
             stack_opt.zero_grad()
-            torch.square(stack.forward(x, c, m, node) - yy).sum().backward()
+            torch.square(stack.forward(batch) - batch.y).sum().backward()
             stack_opt.step()
         return time.perf_counter() - t
 

@@ -56,12 +56,20 @@ def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
     models = _models([0, 5], **options)
     stack = StackedGNNML3(models)  # type: ignore[arg-type]
     dense = densify(models[0], data)  # type: ignore[arg-type]
-    assert dense.x.shape[1] == 9 and float(dense.node.sum()) == sum(
+    assert dense.graphs.x.shape[1] == 9 and float(dense.graphs.node.sum()) == sum(
         g.num_nodes for g in data.graphs
     )
+    for g in (0, 3):  # M's entries of a graph, as a list: its supports' edges exactly
+        graph = data.graphs[g]
+        sup = models[0].supports(next(data.subset([g]).batches(1))[0])  # type: ignore[operator]
+        listed = dense.graphs.entries[g, : int(dense.counts[g])]
+        n = dense.graphs.x.shape[1]
+        assert sorted(listed.tolist()) == sorted(
+            (sup.edge_index[0] * n + sup.edge_index[1]).tolist()
+        )
+        assert float(dense.graphs.entry_mask[g].sum()) == sup.edge_index.shape[1] > graph.num_nodes
     idx = torch.arange(len(data))
-    x, c, m, node, _ = (t.unsqueeze(0).expand(2, *t.shape) for t in dense.take(idx))
-    out = stack.forward(x, c, m, node)
+    out = stack.forward(dense.take(idx).expand(2))
     for k, model in enumerate(models):
         with torch.no_grad():
             ref = torch.cat([model(b) for b, _, _ in data.batches(5)])
@@ -75,8 +83,8 @@ def test_stacked_gradients_equal_each_model() -> None:
     stack = StackedGNNML3(models)  # type: ignore[arg-type]
     dense = densify(models[0], data)  # type: ignore[arg-type]
     idx = torch.arange(len(data)).unsqueeze(0).expand(2, -1)
-    x, c, m, node, y = dense.take(idx)
-    torch.square(stack.forward(x, c, m, node) - y).sum().backward()
+    batch = dense.take(idx)
+    torch.square(stack.forward(batch) - batch.y).sum().backward()
     batch = next(data.batches(len(data)))[0]
     for k, model in enumerate(models):
         model.zero_grad()
