@@ -148,13 +148,16 @@ def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
         local = torch.arange(batch.num_nodes) - batch.ptr[batch.batch]
         x_out[batch.batch, local] = x
         node[batch.batch, local] = 1.0
-        row, col = sup.edge_index
+        # entries grouped by graph (Supports.concat keeps graph order; sorting keeps it sure)
+        order = torch.argsort(batch.batch[sup.edge_index[0]], stable=True)
+        row, col = sup.edge_index[:, order]
+        attr = sup.edge_attr[order].to(dtype)
         g = batch.batch[row]
         flat = local[row] * n + local[col]
         key = g * n * n + flat
         if torch.unique(key).numel() != key.numel():
             raise MatlangError("a graph's supports store an entry twice; stacking needs one each")
-        c_out[g, local[row], local[col]] = sup.edge_attr.to(dtype)
+        c_out[g, local[row], local[col]] = attr
         # M's entries of each graph as a padded list: slot = rank among its graph's entries
         counts = torch.bincount(g, minlength=g_count)
         starts = torch.cumsum(counts, 0) - counts
@@ -164,7 +167,7 @@ def densify(model: GNNML3, data: GraphSet) -> DenseGraphs:
         entry_c = torch.zeros(g_count, width, s, dtype=dtype)
         entry_mask = torch.zeros(g_count, width, dtype=dtype)
         entries[g, slot] = flat
-        entry_c[g, slot] = sup.edge_attr.to(dtype)
+        entry_c[g, slot] = attr
         entry_mask[g, slot] = 1.0
     graphs_out = DenseBatch(x_out, c_out, node, data.y.to(dtype), entries, entry_c, entry_mask)
     return DenseGraphs(graphs_out, counts)
