@@ -408,7 +408,9 @@ def _plot_table3(results: Sequence[Result], path: Path) -> bool:
 def _notes(used: Sequence[Result]) -> str:
     if not used:
         return "_No result files for this table yet._"
-    return "\n".join(f"- {MODEL_LABEL.get(r.model, r.model)}: {_run_note(r)}" for r in used)
+    return "\n".join(
+        f"- {r.data.get('row') or MODEL_LABEL.get(r.model, r.model)}: {_run_note(r)}" for r in used
+    )
 
 
 def render(

@@ -251,4 +251,7 @@ def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
     median = f"{full['median_test_mse']:.2E}".replace("E-0", "E-")
     column = 1 + TABLE2_TASKS.index("triangle")
     assert rows[1].split(" | ")[column].startswith(median)
+    assert (
+        "- GNNML3, batch 10: `count-paperlike-triangle-gnnml3.abl-e200.json`; 2 seed(s)" in report
+    )
     assert "seed(s) 0–1 trained stacked" in report
