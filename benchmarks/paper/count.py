@@ -248,17 +248,18 @@ def count_test(
     if stack_seeds > 1:
         if group is not None and group.world > 1:
             raise MatlangError("stacked seeds train in one process: drop --nproc")
-        done: list[SeedRun] = []
-        info: dict[str, Any] = {}
-        seeds = list(seeds)
-        for lo in range(0, len(seeds), stack_seeds):
-            part, info = run_seeds_stacked(
-                seeds[lo : lo + stack_seeds], build, tr, va, te, cfg, desc=f"{task} {model}"
-            )
-            done += part
-            if on_seed is not None:
-                on_seed(result(done, info))
-        return result(done, info)
+        runs, info = run_seeds_stacked(
+            seeds,
+            build,
+            tr,
+            va,
+            te,
+            cfg,
+            stack=stack_seeds,
+            desc=f"{task} {model}",
+            on_seed=None if on_seed is None else lambda r, i: on_seed(result(r, i)),
+        )
+        return result(runs, info)
 
     runs, info = run_seeds(
         seeds,

@@ -170,13 +170,13 @@ def _cell(ours: str, paper: str) -> str:
 
 def _seed_ranges(seeds: Sequence[int]) -> str:
     """``[0, 1, 2, 5]`` as ``0–2, 5``."""
-    out: list[str] = []
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive seeds
     for s in sorted(seeds):
-        if out and out[-1].split("–")[-1] == str(s - 1):
-            out[-1] = f"{out[-1].split('–')[0]}–{s}"
+        if runs and runs[-1][1] == s - 1:
+            runs[-1][1] = s
         else:
-            out.append(str(s))
-    return ", ".join(out)
+            runs.append([s, s])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def _run_note(r: Result) -> str:

@@ -17,6 +17,7 @@ largest graph) instead of sparse, so trajectories agree to float rounding, not b
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,10 +58,8 @@ class DenseBatch:
 
     def expand(self, k: int) -> DenseBatch:
         """The same graphs for each of ``k`` seeds (views, no copies)."""
-        return DenseBatch(*(t.unsqueeze(0).expand(k, *t.shape) for t in self._fields()))
-
-    def _fields(self) -> tuple[Tensor, ...]:
-        return (self.x, self.c, self.node, self.y, self.entries, self.entry_c, self.entry_mask)
+        tensors = (getattr(self, f.name) for f in dataclasses.fields(self))
+        return DenseBatch(*(t.unsqueeze(0).expand(k, *t.shape) for t in tensors))
 
 
 @dataclass(frozen=True)
@@ -187,12 +186,12 @@ class StackedGNNML3:
         models: the seeds' models, built alike (:func:`check_stackable`).
     """
 
-    def __init__(self, models: Sequence[GNNML3]) -> None:
+    def __init__(self, models: Sequence[nn.Module]) -> None:
         if not models:
             raise MatlangError("no models to stack")
-        for m in models:
+        first = check_stackable(models[0])
+        for m in models[1:]:
             check_stackable(m)
-        first = models[0]
         names = [n for n, p in first.named_parameters() if p.requires_grad]
         self.model = first
         self.k = len(models)
@@ -287,19 +286,11 @@ class StackedGNNML3:
         """A copy of the stacked parameters."""
         return {n: t.detach().clone() for n, t in self.params.items()}
 
-    def load_seed(self, state: dict[str, Tensor], seed_index: int) -> None:
-        """Seed ``seed_index``'s parameters from ``state`` (a :meth:`state`)."""
+    def load(self, state: dict[str, Tensor]) -> None:
+        """Every seed's parameters from ``state`` (a :meth:`state`)."""
         with torch.no_grad():
             for n, t in self.params.items():
-                t[seed_index].copy_(state[n][seed_index])
-
-    def unstack(self, seed_index: int, model: GNNML3) -> GNNML3:
-        """``model`` (built alike) holding seed ``seed_index``'s parameters."""
-        with torch.no_grad():
-            named = dict(model.named_parameters())
-            for n, t in self.params.items():
-                named[n].copy_(t[seed_index])
-        return model
+                t.copy_(state[n])
 
 
 def run_seeds_stacked(
@@ -310,25 +301,59 @@ def run_seeds_stacked(
     test: GraphSet,
     config: TrainConfig,
     *,
+    stack: int | None = None,
     desc: str = "train",
+    on_seed: Callable[[list[SeedRun], dict[str, Any]], None] | None = None,
 ) -> tuple[list[SeedRun], dict[str, Any]]:
     """:func:`~benchmarks.paper.train.run_seeds` with a squared-error loss and the test MSE as
-    the score, for every seed of ``seeds`` at once (see the module's docstring). Each run's
-    ``seconds`` is its share (``1/K``) of the stacked run's time."""
+    the score, ``stack`` seeds at a time (default: all of them at once; see the module's
+    docstring); ``on_seed(runs, description)`` after every group. Each run's ``seconds`` is
+    its share (``1/K``) of its group's time."""
     from benchmarks.paper.models import describe_model
 
     seeds = list(seeds)
-    if not seeds:
-        return [], {}
-    start = time.perf_counter()
-    models = []
-    for seed in seeds:
-        seed_everything(seed)
-        models.append(check_stackable(build()))
-    info = describe_model(models[0])
-    stack = StackedGNNML3(models)
-    tr, va, te = (densify(models[0], d) for d in (train, val, test))
-    k, cfg = len(seeds), config
+    size = max(1, len(seeds)) if stack is None else stack
+    if size < 1:
+        raise MatlangError(f"stack must be at least 1, got {stack}")
+    runs: list[SeedRun] = []
+    info: dict[str, Any] = {}
+    sets: tuple[DenseGraphs, DenseGraphs, DenseGraphs] | None = None
+    for lo in range(0, len(seeds), size):
+        start = time.perf_counter()
+        group = seeds[lo : lo + size]
+        models = []
+        for seed in group:
+            seed_everything(seed)
+            models.append(build())
+        stacked = StackedGNNML3(models)
+        info = info or describe_model(stacked.model)
+        # the graphs depend on the architecture only: densified once for every group
+        if sets is None:
+            sets = (
+                densify(stacked.model, train),
+                densify(stacked.model, val),
+                densify(stacked.model, test),
+            )
+        tr, va, te = sets
+        runs += _fit_stacked(stacked, group, tr, va, te, config, desc, start)
+        if on_seed is not None:
+            on_seed(list(runs), info)
+    return runs, info
+
+
+def _fit_stacked(
+    stack: StackedGNNML3,
+    seeds: list[int],
+    tr: DenseGraphs,
+    va: DenseGraphs,
+    te: DenseGraphs,
+    cfg: TrainConfig,
+    desc: str,
+    start: float,
+) -> list[SeedRun]:
+    """Train ``stack`` (one model per seed of ``seeds``) as :func:`~benchmarks.paper.train.fit`
+    trains each, and score the selected weights on ``te``."""
+    k = len(seeds)
     opt = adam(stack.params.values(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gens = [torch.Generator().manual_seed(seed) for seed in seeds]
     best = (stack.squared_errors(va) / max(1, len(va))).tolist()
@@ -353,27 +378,25 @@ def run_seeds_stacked(
             opt.step()
             total += err.detach().double()
         v = (stack.squared_errors(va) / max(1, len(va))).tolist()
-        state: dict[str, Tensor] | None = None
         for i in range(k):
             if not active[i]:
                 continue  # stopped earlier: its later updates are never read
             history[i].append(float(total[i]) / max(1, n_train))
             val_history[i].append(v[i])
             if v[i] < best[i]:
-                state = state or stack.state()
                 best[i], best_epoch[i] = v[i], epoch
-                for n, t in best_state.items():
-                    t[i].copy_(state[n][i])
+                with torch.no_grad():
+                    for n, t in best_state.items():
+                        t[i].copy_(stack.params[n][i])
             if history[i][-1] < cfg.stop_below:
                 active[i], stopped[i] = False, True
         bar.set_postfix(val=f"{min(v):.2e}")
         if not any(active):
             break
-    for i in range(k):
-        stack.load_seed(best_state, i)
+    stack.load(best_state)
     test_mse = (stack.squared_errors(te) / max(1, len(te))).tolist()
     share = (time.perf_counter() - start) / k
-    runs = [
+    return [
         SeedRun(
             seed,
             test_mse[i],
@@ -387,7 +410,6 @@ def run_seeds_stacked(
         )
         for i, seed in enumerate(seeds)
     ]
-    return runs, info
 
 
 __all__ = [

@@ -12,6 +12,7 @@ seconds per seed-step and per seed-epoch (150 steps of 10 graphs), and their rat
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from pathlib import Path
@@ -41,7 +42,7 @@ def measure(seeds: int, steps: int, repeats: int, batch_size: int = 10) -> dict[
         seed_everything(s)
         models.append(make_model("gnnml3", 2, 1, protocol="count", cache=cache))
     opts = [adam(m.parameters(), 1e-3) for m in models]
-    stack = StackedGNNML3(models)  # type: ignore[arg-type]
+    stack = StackedGNNML3(models)
     stack_opt = adam(stack.params.values(), 1e-3)
     dense = densify(models[0], train)  # type: ignore[arg-type]
     gen = torch.Generator().manual_seed(0)
@@ -49,7 +50,7 @@ def measure(seeds: int, steps: int, repeats: int, batch_size: int = 10) -> dict[
     def alone() -> float:
         t = time.perf_counter()
         for model, opt in zip(models, opts, strict=True):
-            for batch, target, _ in _take(train.batches(batch_size, gen), steps):
+            for batch, target, _ in itertools.islice(train.batches(batch_size, gen), steps):
                 opt.zero_grad()
                 squared_error(model(batch), target).backward()
                 opt.step()
@@ -85,15 +86,6 @@ def measure(seeds: int, steps: int, repeats: int, batch_size: int = 10) -> dict[
         "speedup": per_step["alone"] / per_step["stacked"],
         "all_seconds": times,
     }
-
-
-def _take(it: Any, n: int) -> list[Any]:
-    out = []
-    for item in it:
-        out.append(item)
-        if len(out) == n:
-            break
-    return out
 
 
 def markdown(res: dict[str, Any]) -> str:

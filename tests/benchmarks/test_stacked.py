@@ -54,7 +54,7 @@ def _models(seeds: list[int], **options: object) -> list[torch.nn.Module]:
 def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
     data = _set(14, 0)
     models = _models([0, 5], **options)
-    stack = StackedGNNML3(models)  # type: ignore[arg-type]
+    stack = StackedGNNML3(models)
     dense = densify(models[0], data)  # type: ignore[arg-type]
     assert dense.graphs.x.shape[1] == 9 and float(dense.graphs.node.sum()) == sum(
         g.num_nodes for g in data.graphs
@@ -80,7 +80,7 @@ def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
 def test_stacked_gradients_equal_each_model() -> None:
     data = _set(10, 3)
     models = _models([1, 2])
-    stack = StackedGNNML3(models)  # type: ignore[arg-type]
+    stack = StackedGNNML3(models)
     dense = densify(models[0], data)  # type: ignore[arg-type]
     idx = torch.arange(len(data)).unsqueeze(0).expand(2, -1)
     batch = dense.take(idx)
