@@ -242,16 +242,23 @@ def table1(results: Sequence[Result]) -> tuple[str, list[Result]]:
 TABLE2_VARIANT_ROWS = {("gnnml3", "abl-e200"): "GNNML3, batch 10"}
 
 
+def row_label(r: Result) -> str:
+    """The table row of ``r``: :data:`TABLE2_VARIANT_ROWS`'s label for its (model, variant),
+    else its model's label."""
+    variant = r.data.get("config", {}).get("variant")
+    return TABLE2_VARIANT_ROWS.get((r.model, variant)) or MODEL_LABEL.get(r.model, r.model)
+
+
 def table2_variant_rows(folder: str | Path) -> list[Result]:
-    """The result files of :data:`TABLE2_VARIANT_ROWS` in ``folder``, each with its row label
-    under ``"row"`` in its data."""
+    """The result files of :data:`TABLE2_VARIANT_ROWS` in ``folder`` (:func:`row_label`
+    names their rows)."""
     out = []
     for path in sorted(Path(folder).glob("count-*.json")):
-        for (model, variant), label in TABLE2_VARIANT_ROWS.items():
+        for model, variant in TABLE2_VARIANT_ROWS:
             if path.name.endswith(f"-{model}.{variant}.json"):
                 data = json.loads(path.read_text(encoding="utf-8"))
                 if data.get("model") == model and data.get("config", {}).get("variant") == variant:
-                    out.append(Result(path, {**data, "row": label}))
+                    out.append(Result(path, data))
     return out
 
 
@@ -268,9 +275,9 @@ def table2(
         paper = PAPER_TABLE2.get(m)
         rows = [(MODEL_LABEL.get(m, m), [r for r in rs if r.model == m])]
         rows += [
-            (label, [r for r in extra if r.data["row"] == label])
+            (label, [r for r in extra if row_label(r) == label])
             for (model, _), label in TABLE2_VARIANT_ROWS.items()
-            if model == m and any(r.data["row"] == label for r in extra)
+            if model == m and any(row_label(r) == label for r in extra)
         ]
         for label, files in rows:
             cells = []
@@ -408,9 +415,7 @@ def _plot_table3(results: Sequence[Result], path: Path) -> bool:
 def _notes(used: Sequence[Result]) -> str:
     if not used:
         return "_No result files for this table yet._"
-    return "\n".join(
-        f"- {r.data.get('row') or MODEL_LABEL.get(r.model, r.model)}: {_run_note(r)}" for r in used
-    )
+    return "\n".join(f"- {row_label(r)}: {_run_note(r)}" for r in used)
 
 
 def render(
