@@ -111,6 +111,8 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: The option whose checks the merge functions make, for their messages (``action``).
+APPEND = "--append"
 #: What a result file of a training bench must share with a run appended to it.
 SAME_SETTINGS = ("bench", "dataset", "task", "model", "config", "targets", "data")
 #: Values an older file wrote for the same thing under its old name: the exact evaluator moved
@@ -170,6 +172,33 @@ def check_new_parts(path: Path, old: dict[str, Any], parts: Parts) -> None:
     both = sorted(have & set(parts.this_run))
     if both:
         raise MatlangError(f"--append: {path} already has {parts.name}(s) {both}")
+
+
+def mark_missing_seeds(record: dict[str, Any], missing: Sequence[int]) -> dict[str, Any]:
+    """``record`` marked ``"partial"`` with the seeds still ``missing`` (none: not partial)."""
+    record = {k: v for k, v in record.items() if k != "partial"}
+    if missing:
+        record["partial"] = {
+            "missing_seeds": sorted(missing),
+            "note": "an interrupted run: add the missing seeds with --append "
+            "(--first-seed, --seeds)",
+        }
+    return record
+
+
+def mark_missing_parts(record: dict[str, Any], parts: Parts) -> dict[str, Any]:
+    """``record`` marked ``"partial"`` with the planned parts its runs lack (none: not
+    partial)."""
+    record = {k: v for k, v in record.items() if k != "partial"}
+    have = {parts.of(r) for r in record.get("runs", [])}
+    missing = [p for p in parts.planned if p not in have]
+    if missing:
+        record["partial"] = {
+            f"missing_{parts.name}s": missing,
+            "note": f"not every {parts.name.replace('_', '/')} ran: add the missing ones "
+            f"with --append {parts.resume}",
+        }
+    return record
 
 
 class ResultFile:
@@ -246,13 +275,7 @@ class ResultFile:
                 raise MatlangError(f"{e}. This run's results are in {aside}") from None
             earlier = self.old.get("partial", {}).get("missing_seeds", [])
             missing = sorted((set(earlier) - set(finished)) | set(missing))
-        record.pop("partial", None)
-        if missing:
-            record["partial"] = {
-                "missing_seeds": missing,
-                "note": "an interrupted run: add the missing seeds with --append "
-                "(--first-seed, --seeds)",
-            }
+        record = mark_missing_seeds(record, missing)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_json(self.path, record)
@@ -268,15 +291,7 @@ class ResultFile:
                 aside = self.path.with_name(f"{self.path.stem}.new-{parts.name}s.json")
                 write_json(aside, record)
                 raise MatlangError(f"{e}. This run's results are in {aside}") from None
-        record.pop("partial", None)
-        have = {parts.of(r) for r in record.get("runs", [])}
-        missing = [p for p in parts.planned if p not in have]
-        if missing:
-            record["partial"] = {
-                f"missing_{parts.name}s": missing,
-                "note": f"not every {parts.name.replace('_', '/')} ran: add the missing ones "
-                f"with --append {parts.resume}",
-            }
+        record = mark_missing_parts(record, parts)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_json(self.path, record)
@@ -360,27 +375,37 @@ def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any])
 
 
 def check_same_settings(
-    path: Path, old: dict[str, Any], new: dict[str, Any], keys: Sequence[str]
+    path: Path,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    keys: Sequence[str],
+    *,
+    action: str = APPEND,
 ) -> None:
     """``--append``'s condition: ``old`` (the file at ``path``, its names made current by
     :func:`current_names`) and ``new`` agree on every one of ``keys``, or an error naming the
-    first that differs."""
+    first that differs. ``action`` starts the message (``--append``, or ``matlang bench merge
+    FILE``); only ``--append``'s says how to keep both runs."""
     for key in keys:
         if current_names(key, old.get(key)) != new.get(key):
+            hint = "; run with --force to replace it, or with --out to keep both"
             raise MatlangError(
-                f"--append: {path} was run with another {key} "
-                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]}); run with --force "
-                "to replace it, or with --out to keep both"
+                f"{action}: {path} was run with another {key} "
+                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]})"
+                + (hint if action == APPEND else "")
             )
 
 
-def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+def merge_seeds(
+    path: Path, old: dict[str, Any], record: dict[str, Any], *, action: str = APPEND
+) -> dict[str, Any]:
     """``record`` (one run of a training bench) with the seeds of ``old`` (the result file at
     ``path``) added: runs sorted by seed, the median over all of them, and the earlier runs'
-    provenance under ``"earlier"``. Same settings and other seeds, or an error."""
+    provenance under ``"earlier"``. Same settings and other seeds, or an error (``action``
+    starts its message: :func:`check_same_settings`)."""
     median_key = next(k for k in record if k.startswith("median_"))
-    check_same_settings(path, old, record, SAME_SETTINGS)
-    check_new_seeds(path, old, record["seeds"])
+    check_same_settings(path, old, record, SAME_SETTINGS, action=action)
+    check_new_seeds(path, old, record["seeds"], action=action)
     runs = sorted(old["runs"] + record["runs"], key=lambda r: r["seed"])
     metric = next(k for k in record["runs"][0] if k.startswith("test_"))
     per_seed = [r[metric] for r in runs]
@@ -395,10 +420,13 @@ def merge_seeds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict
     }
 
 
-def check_new_seeds(path: Path, old: dict[str, Any], seeds: list[int]) -> None:
+def check_new_seeds(
+    path: Path, old: dict[str, Any], seeds: list[int], *, action: str = APPEND
+) -> None:
     both = sorted(set(old.get("seeds", [])) & set(seeds))
     if both:
-        raise MatlangError(f"--append: {path} already has seed(s) {both}; pick --first-seed")
+        hint = "; pick --first-seed" if action == APPEND else ""
+        raise MatlangError(f"{action}: {path} already has seed(s) {both}{hint}")
 
 
 def read_result(path: Path) -> dict[str, Any]:

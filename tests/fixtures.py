@@ -1,11 +1,11 @@
 """Data shared by the test modules (no test module imports another): graphs of mixed sizes with
-isolated nodes, the sparse backends, the front end's golden table of valid sentences, and a
-hypothesis strategy for random well-shaped expressions."""
+isolated nodes, the sparse backends, small counting datasets, the front end's golden table of
+valid sentences, and a hypothesis strategy for random well-shaped expressions."""
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -15,6 +15,9 @@ from matlang import ast as A
 from matlang.functions import BUILTINS, define
 from matlang.graphs import Graph, from_adjacency, named
 from matlang.shapes import COLUMN, MATRIX, ROW, SCALAR, Shape
+
+if TYPE_CHECKING:
+    from runtime.datasets import CountingData
 
 P = pytest.param
 
@@ -57,6 +60,24 @@ def graph_set() -> list[Graph]:
 
 
 GRAPHS = graph_set()
+
+
+def counting_data(
+    n_graphs: int = 36,
+    labels: dict[str, np.ndarray] | None = None,
+    *,
+    nodes: int = 9,
+    p: float = 0.35,
+) -> CountingData:
+    """A small counting dataset (``runtime.datasets.CountingData``): ``n_graphs`` Erdős–Rényi
+    graphs on ``nodes`` nodes, split in thirds (train, validation, test), with ``labels``."""
+    from runtime.datasets import CountingData
+    from runtime.generators import erdos_renyi
+
+    graphs = [erdos_renyi(nodes, p, seed=k, name=f"er{k}") for k in range(n_graphs)]
+    idx = np.arange(n_graphs)
+    third = n_graphs // 3
+    return CountingData(graphs, idx[:third], idx[third : 2 * third], idx[2 * third :], labels or {})
 
 
 # --------------------------------------------------------------------------- the golden table

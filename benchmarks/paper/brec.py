@@ -531,13 +531,19 @@ _PROVENANCE = (
 )
 
 
-def merge_pairs(path: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def merge_pairs(
+    path: Path, old: dict[str, Any], new: dict[str, Any], *, action: str = "--append"
+) -> dict[str, Any]:
     """``new`` (a run on some pairs) with the pairs of ``old`` (the file at ``path``): per-pair
     verdicts sorted by pair, counts over all of them, seconds summed, and the earlier runs'
-    provenance under ``"earlier"``. Same row and settings and no pair twice, or an error."""
+    provenance under ``"earlier"``. Same row and settings and no pair twice, or an error
+    (``action`` starts its message)."""
     from benchmarks.records import check_same_settings
 
-    check_same_settings(path, old, new, ("bench", "dataset", "model", "settings"))
+    check_same_settings(path, old, new, ("bench", "dataset", "model", "settings"), action=action)
+    again = sorted({r["pair"] for r in old["per_pair"]} & {r["pair"] for r in new["per_pair"]})
+    if again:
+        raise MatlangError(f"{action}: {path} already has pair(s) {again[:10]}")
     rows = sorted(old["per_pair"] + new["per_pair"], key=lambda r: r["pair"])
     counts = {c: 0 for c in CATEGORIES}
     totals = {c: 0 for c in CATEGORIES}

@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
 from benchmarks.paper.train import adam
-from benchmarks.records import check_same_settings
+from benchmarks.records import APPEND, Parts, check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
@@ -335,18 +335,21 @@ def _seeds(args: argparse.Namespace) -> list[int]:
     return list(range(args.first_seed, args.first_seed + args.seeds))
 
 
-def merge_folds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+def merge_folds(
+    path: Path, old: dict[str, Any], record: dict[str, Any], *, action: str = APPEND
+) -> dict[str, Any]:
     """A TU result file with ``record``'s (seed, fold) runs added: the summary over every run
     (the best epoch is chosen again over all of them) and the earlier run's provenance under
-    ``"earlier"``. Same settings and new (seed, fold) pairs, or an error."""
-    check_same_settings(path, old, record, ("bench", "dataset", "model", "config"))
+    ``"earlier"``. Same settings and new (seed, fold) pairs, or an error (``action`` starts
+    its message)."""
+    check_same_settings(path, old, record, ("bench", "dataset", "model", "config"), action=action)
 
     def pair(r: dict[str, Any]) -> tuple[int, int]:
         return r.get("seed", 0), r["fold"]
 
     both = sorted({pair(r) for r in old["runs"]} & {pair(r) for r in record["runs"]})
     if both:
-        raise MatlangError(f"--append: {path} already has seed_fold(s) {both}")
+        raise MatlangError(f"{action}: {path} already has seed_fold(s) {both}")
     runs = sorted(old["runs"] + record["runs"], key=pair)
     res = TUResult(
         [r["curve"] for r in runs],
@@ -366,10 +369,24 @@ def merge_folds(path: Path, old: dict[str, Any], record: dict[str, Any]) -> dict
     }
 
 
+def fold_parts(
+    seeds: Sequence[int], folds: Sequence[int], this_run: Sequence[tuple[int, int]] = ()
+) -> Parts:
+    """The parts of a TU result file: a part is a (seed, fold) pair, and the file is for every
+    one of ``folds`` of each of ``seeds``; ``this_run`` are the pairs a run trains."""
+    return Parts(
+        ("seed", "fold"),
+        [(s, k) for s in seeds for k in folds],
+        list(this_run),
+        merge_folds,
+        "--first-seed S --seeds N --folds A:B",
+    )
+
+
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench tu``: train fold by fold, save after each fold; ``--append --folds A:B``
     adds folds to the 10-fold file."""
-    from benchmarks.records import Parts, ResultFile, result_name
+    from benchmarks.records import ResultFile, result_name
 
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     if args.threads:
@@ -404,13 +421,7 @@ def bench(args: argparse.Namespace) -> int:
     name = result_name("tu", args.dataset, None, args.model, variant)
     # a part is a (seed, fold) pair; the file is for every fold of each of its seeds
     seeds_of_file = sorted(set(seeds) | set(_file_seeds(Path(args.out) / name, args)))
-    parts = Parts(
-        ("seed", "fold"),
-        [(s, k) for s in seeds_of_file for k in config["folds"]],
-        [(s, k) for s in seeds for k in folds],
-        merge_folds,
-        "--first-seed S --seeds N --folds A:B",
-    )
+    parts = fold_parts(seeds_of_file, config["folds"], [(s, k) for s in seeds for k in folds])
     out = ResultFile(args, name, config, seeds, parts=parts)
 
     def record(res: TUResult) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``matlang bench iso|count|exp-classify|filter|brec|perf``: the arguments, then the protocol.
+"""``matlang bench iso|count|exp-classify|filter|tu|brec|perf|merge``: the arguments, then the
+protocol.
 
 Each protocol lives in ``benchmarks/paper/<protocol>.py`` (its ``bench(args)`` runs it, builds
 the result record and writes it through :class:`benchmarks.records.ResultFile`). Every bench
@@ -177,7 +178,30 @@ def register(sub: Any) -> None:
     _output(brec)
     brec.set_defaults(func=_protocol("brec"))
 
+    mrg = bsub.add_parser(
+        "merge",
+        help="add the runs of result files trained apart (--out, another worktree) to one",
+        description="Add the runs (seeds; TU folds; BREC pairs) of each FROM result file to "
+        "INTO, with --append's checks (same bench, model and settings; nothing twice): the "
+        "summary is recomputed, every piece's provenance kept. INTO is rewritten in place (it "
+        "only gains runs) unless --out names another file; FROM files are only read.",
+    )
+    mrg.add_argument("into", metavar="INTO", help="the result file that gains the runs")
+    mrg.add_argument("sources", metavar="FROM", nargs="+", help="result files to add, in order")
+    mrg.add_argument("--out", metavar="FILE", help="write the merged file here instead of INTO")
+    mrg.add_argument("--force", action="store_true", help="replace an existing --out FILE")
+    mrg.add_argument("--dry-run", action="store_true", help="check and summarise, write nothing")
+    mrg.add_argument("--json", action="store_true", help="print the summary as JSON")
+    mrg.set_defaults(func=_merge)
+
     b.set_defaults(func=lambda args: _missing(b))
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``matlang bench merge`` (benchmarks/merge.py: no torch needed)."""
+    from benchmarks.merge import bench
+
+    return bench(args)
 
 
 def _protocol(module: str) -> Callable[[argparse.Namespace], int]:

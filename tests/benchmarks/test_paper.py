@@ -25,6 +25,7 @@ from matlang.graphs import Graph, from_adjacency, named
 from runtime import datasets
 from runtime.datasets import CountingData, GridData
 from runtime.generators import erdos_renyi, one_wl_equivalent_pairs
+from tests.fixtures import counting_data
 
 needs_data = pytest.mark.skipif(
     not datasets.data_available(), reason="data folder not found (set MATLANG_DATA)"
@@ -126,13 +127,6 @@ def test_degree_features_keep_x() -> None:
 # --------------------------------------------------------------------------- counting
 
 
-def _counting_data(n_graphs: int = 40, labels: dict[str, np.ndarray] | None = None) -> CountingData:
-    graphs = [erdos_renyi(9, 0.35, seed=k, name=f"er{k}") for k in range(n_graphs)]
-    idx = np.arange(n_graphs)
-    third = n_graphs // 3
-    return CountingData(graphs, idx[:third], idx[third : 2 * third], idx[2 * third :], labels or {})
-
-
 def _authors_targets(a: np.ndarray) -> dict[str, float]:
     """The authors' GraphCountDataset formulas, in numpy (an independent oracle)."""
     a2, deg = a @ a, a.sum(1)
@@ -148,7 +142,7 @@ def _authors_targets(a: np.ndarray) -> dict[str, float]:
 
 @pytest.mark.parametrize("task", sorted(COUNT_SENTENCES))
 def test_count_targets_match_the_authors_formulas(task: str) -> None:
-    data = _counting_data(12)
+    data = counting_data(12)
     t = count_targets(data, task)
     want = [_authors_targets(g.adjacency.astype(np.float64))[task] for g in data.graphs]
     assert np.allclose(t.values, want, rtol=1e-12, atol=1e-12)
@@ -157,7 +151,7 @@ def test_count_targets_match_the_authors_formulas(task: str) -> None:
 
 
 def test_count_targets_report_disagreeing_labels() -> None:
-    data = _counting_data(10)
+    data = counting_data(10)
     tri = np.array([np.trace(np.linalg.matrix_power(g.adjacency, 3)) / 6 for g in data.graphs])
     tri[[2, 7]] += 1
     t = count_targets(
@@ -182,7 +176,7 @@ def test_count_protocol_keeps_the_compiled_model_exact(task: str) -> None:
     # The compiled model starts at the exact solution (head 1/scale on the sentence): through
     # the splits, the target scaling and the model selection the test MSE stays at rounding
     # level (the results files: ~1e-15).
-    data = _counting_data(24)
+    data = counting_data(24)
     res = count_test(data, task, "compiled", seeds=[0, 1], train=FAST)
     assert res.sizes == {"train": 8, "val": 8, "test": 8}
     assert len(res.runs) == 2 and all(0 <= r.metric < 1e-10 for r in res.runs)
@@ -198,7 +192,7 @@ def test_count_protocol_keeps_the_compiled_model_exact(task: str) -> None:
 
 
 def test_count_seeds_reproduce() -> None:
-    data = _counting_data(18)
+    data = counting_data(18)
     a = count_test(data, "star", "gnnml1", seeds=[3], train=FAST)
     b = count_test(data, "star", "gnnml1", seeds=[3], train=FAST)
     assert a.runs[0].metric == b.runs[0].metric
@@ -314,7 +308,7 @@ def test_compiled_iso_separates_what_its_sentences_separate() -> None:
 
 
 def test_compiled_count_model_is_exact_at_initialisation() -> None:
-    data = _counting_data(9)
+    data = counting_data(9)
     t = count_targets(data, "triangle")
     head = torch.tensor([[1.0 / t.scale]])
     model = make_model("compiled", 2, 1, protocol="count", sentences=[t.sentence], head_weight=head)
@@ -439,15 +433,6 @@ def test_bench_count_append_adds_seeds(
     assert "another targets" in capsys.readouterr().err
 
 
-@pytest.fixture
-def small_paperlike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--dataset paperlike`` on 36 small graphs instead of 5000 (the CLI tests check files
-    and messages; the generator has its own tests)."""
-    from runtime import generators
-
-    monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data(36))
-
-
 def _count_cli(tmp_path: Path, *extra: str) -> int:
     base = ["bench", "count", "--task", "star", "--model", "gin", "--dataset", "paperlike"]
     small = ["--epochs", "1", "--json", "--no-progress", "--out", str(tmp_path)]
@@ -497,7 +482,7 @@ def test_bench_limit_must_be_positive(
     assert e.value.code == 2
     assert f"must be a positive number of graphs, got {int(limit)}" in capsys.readouterr().err
     with pytest.raises(MatlangError, match="--limit must be a positive number"):
-        count_test(_counting_data(9), "star", "gin", seeds=[0], train=FAST, limit=int(limit))
+        count_test(counting_data(9), "star", "gin", seeds=[0], train=FAST, limit=int(limit))
     assert list(tmp_path.iterdir()) == []
 
 

@@ -26,6 +26,7 @@ from matlang.errors import MatlangError
 from runtime import datasets
 from runtime.datasets import CountingData
 from runtime.generators import erdos_renyi
+from tests.fixtures import counting_data
 
 
 def _set(n: int, seed: int) -> GraphSet:
@@ -130,10 +131,8 @@ def test_stacking_refuses_what_it_does_not_compute() -> None:
         run_seeds_stacked([0], _build(), big, big, big, cfg)
 
 
-def _counting_data(n: int = 36) -> CountingData:
-    graphs = [erdos_renyi(8, 0.4, seed=k, name=f"er{k}") for k in range(n)]
-    idx = np.arange(n)
-    return CountingData(graphs, idx[: n // 3], idx[n // 3 : 2 * n // 3], idx[2 * n // 3 :], {})
+def _counting_data() -> CountingData:
+    return counting_data(36, nodes=8, p=0.4)
 
 
 def test_count_test_stacks_in_groups_and_reports_each_group() -> None:

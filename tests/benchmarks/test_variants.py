@@ -18,8 +18,8 @@ from benchmarks.paper.train import GraphSet, TrainConfig, fit
 from matlang.cli import main
 from matlang.errors import MatlangError
 from matlang.graphs import named
-from runtime.datasets import CountingData
 from runtime.generators import erdos_renyi
+from tests.fixtures import counting_data
 
 ISO_GRAPHS = ["decalin", "bicyclopentyl", "rook4x4", "shrikhande", "petersen", "cycle10"]
 
@@ -125,19 +125,12 @@ def test_set_options_parse_check_and_name() -> None:
         variant_tags(paper, 4, "sum", {}, "a/b")
 
 
-def _counting_data(n_graphs: int = 36) -> CountingData:
-    graphs = [erdos_renyi(9, 0.35, seed=k, name=f"er{k}") for k in range(n_graphs)]
-    idx = np.arange(n_graphs)
-    third = n_graphs // 3
-    return CountingData(graphs, idx[:third], idx[third : 2 * third], idx[2 * third :], {})
-
-
 def test_bench_count_ablation_files_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from runtime import generators
 
-    monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data(36))
+    monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: counting_data(36))
     base = ["bench", "count", "--model", "gnnml3", "--dataset", "paperlike", "--epochs", "3"]
     small = ["--seeds", "1", "--json", "--no-progress", "--out", str(tmp_path)]
     arms = [
