@@ -92,3 +92,21 @@ def test_sentences_it_cannot_add_are_named(sentences: list[str], message: str) -
 def test_graph_values_need_an_attribute() -> None:
     with pytest.raises(GraphError, match="graph-level"):
         SentenceFeatures(["tr(A³)"])(named("K4"))
+
+
+def test_log1p_adds_the_logarithm_of_the_exact_values_and_shares_their_cache() -> None:
+    pyg = pytest.importorskip("torch_geometric")
+    cache = PreprocessCache()
+    sentences = ["(A⁵ ⊙ I) 𝟏", "A 𝟏 - 4 ones", "tr(A³) / 6"]
+    raw, logged = (SentenceFeatures(sentences, cache=cache, log1p=f) for f in (False, True))
+    g = named("petersen")  # 3-regular: A 𝟏 - 4 ones is -1 everywhere
+    data = pyg.data.Data(edge_index=torch.as_tensor(g.edge_index), num_nodes=g.num_nodes)
+    out = logged(data)
+    walks = _walks(g.adjacency, 5)
+    np.testing.assert_allclose(out.x[:, 0].numpy(), np.log1p(walks), rtol=1e-6)
+    assert out.x[:, 1].tolist() == pytest.approx([-np.log(2)] * 10)  # sign(v) log(1 + |v|)
+    assert out.graph_features.tolist() == [[0.0]]  # no triangles: log(1 + 0)
+    np.testing.assert_array_equal(logged.values(g)[0][:, 0], walks)  # values stay exact
+    assert raw(data).x[:, 0].tolist() == walks.tolist()
+    assert cache.misses == 1  # one computation for both transforms
+    assert "log1p=True" in repr(logged) and "log1p" not in repr(raw)
