@@ -105,7 +105,15 @@ def merge_files(into: Path, sources: Sequence[Path]) -> dict[str, Any]:
         if source.resolve() in seen:
             raise MatlangError(f"matlang bench merge: {source} is given twice")
         seen.add(source.resolve())
-        merged = merge_into(into, merged, source, read_piece(source))
+        piece = read_piece(source)
+        try:
+            merged = merge_into(into, merged, source, piece)
+        except (KeyError, IndexError, StopIteration, TypeError, AttributeError) as e:
+            what = f"the field {e}" if isinstance(e, KeyError) else f"a field ({e!r})"
+            raise MatlangError(
+                f"matlang bench merge {source}: it or {into} lacks {what} that a result file "
+                "of its bench has"
+            ) from None
     return merged
 
 

@@ -143,3 +143,9 @@ def test_merge_refuses_what_is_not_a_result_file(
     assert "there is no result file" in capsys.readouterr().err
     assert main(["bench", "merge", str(count), str(count)]) == 1
     assert "given twice" in capsys.readouterr().err
+    other = tmp_path / "other.json"  # an incomplete record: a clear error, no traceback
+    other.write_text(json.dumps({"bench": "count", "runs": [], "seeds": [1]}))
+    assert main(["bench", "merge", str(count), str(other)]) == 1
+    err = capsys.readouterr().err
+    assert f"matlang bench merge {other}: it or {count} lacks a field" in err
+    assert "Traceback" not in err
