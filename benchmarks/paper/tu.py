@@ -97,6 +97,13 @@ class TUSettings:
     weight_decay: float = 0.0
     seed: int = 0
     progress: bool = False
+    #: append each node's degree to its features (the authors' scripts)
+    degree: bool = False
+
+
+#: ``--protocol paper``'s epochs and batch size, on every dataset (``--protocol authors``: their
+#: scripts' per dataset, :data:`AUTHORS_TU`, and the node degree as a feature).
+PAPER_EPOCHS, PAPER_BATCH = 100, 32
 
 
 def model_choices() -> list[str]:
@@ -105,8 +112,25 @@ def model_choices() -> list[str]:
     return [*model_names(), *SENTENCE_MODELS]
 
 
-def node_features(model: str, graphs: Sequence[Graph]) -> list[Graph]:
-    """The graphs with the features ``model`` reads (``gin+features``: the sentence columns)."""
+def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) -> list[Graph]:
+    """The graphs with the features ``model`` reads: with ``degree``, each node's degree as a
+    column after its labels (the authors' ``SpectralDesign(adddegree=True)``); for
+    ``gin+features``, the sentence columns after those."""
+    if degree:
+        graphs = [
+            Graph(
+                g.adjacency,
+                g.name,
+                np.concatenate(
+                    [
+                        np.asarray(g.x, dtype=np.float64).reshape(g.num_nodes, -1),
+                        g.adjacency.sum(1, dtype=np.float64)[:, None],
+                    ],
+                    1,
+                ),
+            )
+            for g in graphs
+        ]
     if model != "gin+features":
         return list(graphs)
     from compiler.layers.transforms import SentenceFeatures
@@ -253,7 +277,7 @@ def _run(
     from runtime.datasets import load_tu
 
     tu = load_tu(dataset)
-    graphs = node_features(model, tu.graphs)
+    graphs = node_features(model, tu.graphs, degree=settings.degree)
     y = torch.as_tensor(tu.y, dtype=torch.int64)
     in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
     classes = int(tu.y.max()) + 1
@@ -287,7 +311,7 @@ def train_one_fold(
     from runtime.datasets import load_tu
 
     tu = load_tu(dataset)
-    graphs = node_features(model, tu.graphs)
+    graphs = node_features(model, tu.graphs, degree=settings.degree)
     y = torch.as_tensor(tu.y, dtype=torch.int64)
     in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
     torch.manual_seed(settings.seed)
@@ -414,18 +438,21 @@ def bench(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     folds = _folds(args.folds)
     seeds = _seeds(args)
+    authors = getattr(args, "protocol", "paper") == "authors"
+    epochs, batch = AUTHORS_TU[args.dataset] if authors else (PAPER_EPOCHS, PAPER_BATCH)
     settings = TUSettings(
-        epochs=args.epochs,
-        batch_size=args.batch_size,
+        epochs=epochs if args.epochs is None else args.epochs,
+        batch_size=batch if args.batch_size is None else args.batch_size,
         lr=args.lr,
         weight_decay=args.weight_decay,
         seed=seeds[0],
         progress=not args.no_progress,
+        degree=authors,
     )
     config = {
         "protocol": "10-fold (authors' folds), fixed epochs, Adam, cross-entropy; accuracy at the "
         "epoch of highest mean test accuracy over the folds (the paper's, after GIN), and at the "
-        "last epoch",
+        "last epoch" + ("; the authors' per-dataset epochs and batch size" if authors else ""),
         "epochs": settings.epochs,
         "batch_size": settings.batch_size,
         "lr": settings.lr,
@@ -434,16 +461,19 @@ def bench(args: argparse.Namespace) -> int:
         # the folds the file is for: all of them when --append adds some
         "folds": list(range(1, 11)) if args.append else folds,
         "node_features": "one-hot node labels"
+        + (" + degree" if authors else "")
         + (" + log1p of " + ", ".join(FEATURE_SENTENCES) if args.model == "gin+features" else ""),
         "dtype": "float32",
+        # recorded only for the authors' protocol, so earlier files still take --append
+        **({"tu_protocol": "authors"} if authors else {}),
     }
     implied = {}
     if args.model == "sentence":
         config["sentence_gnn"] = SENTENCE_GNN
         implied["sentence_gnn"] = IMPLIED_SENTENCE_GNN
     whole = args.append or folds == list(range(1, 11))
-    variant = None if whole else f"folds{folds[0]}-{folds[-1]}"
-    name = result_name("tu", args.dataset, None, args.model, variant)
+    tags = (["authors"] if authors else []) + ([] if whole else [f"folds{folds[0]}-{folds[-1]}"])
+    name = result_name("tu", args.dataset, None, args.model, ".".join(tags) or None)
     # a part is a (seed, fold) pair; the file is for every fold of each of its seeds
     seeds_of_file = sorted(set(seeds) | set(_file_seeds(Path(args.out) / name, args)))
     parts = fold_parts(seeds_of_file, config["folds"], [(s, k) for s in seeds for k in folds])
@@ -506,9 +536,13 @@ def fold_ranges(folds: Sequence[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
 
 
-def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The report's TU table: ours (best mean epoch; last epoch) / paper, per model."""
-    out = ["## TU datasets (appendix): 10-fold accuracy, ours / paper", ""]
+def tu_section(rows: Sequence[dict[str, Any]], *, authors: bool = False) -> list[str]:
+    """The report's TU table: ours (best mean epoch; last epoch) / paper, per model
+    (``authors``: the table of ``--protocol authors`` files)."""
+    title = "## TU datasets (appendix): 10-fold accuracy, ours / paper"
+    if authors:
+        title = "## TU datasets, the authors' per-dataset protocol (`--protocol authors`)"
+    out = [title, ""]
     if not rows:
         return [*out, "_No result files for this table yet._", ""]
     out += [
@@ -546,18 +580,27 @@ def tu_section(rows: Sequence[dict[str, Any]]) -> list[str]:
             paper = PAPER_TU.get(m, {}).get(d)
             cells.append(f"{ours} / {'–' if paper is None else f'{paper[0]} ± {paper[1]}'}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")
-    epochs = sorted({r["config"].get("epochs") for r in rows if "config" in r})
-    batches = sorted({r["config"].get("batch_size") for r in rows if "config" in r})
-    authors = "; ".join(
+    scripts = "; ".join(
         f"{d.upper()} {AUTHORS_TU[d][0]} epochs at batch {AUTHORS_TU[d][1]}" for d in DATASETS
     )
+    if authors:
+        out += [
+            "",
+            f"The authors' scripts' settings: {scripts}; node features: one-hot labels + "
+            "degree. The models are ours (the authors' scripts also vary widths, batch norm and "
+            "dropout per dataset).",
+            "",
+        ]
+        return out
+    epochs = sorted({r["config"].get("epochs") for r in rows if "config" in r})
+    batches = sorted({r["config"].get("batch_size") for r in rows if "config" in r})
     out += [
         "",
         f"Epochs per fold: {', '.join(str(e) for e in epochs)}; batch "
         f"{', '.join(str(b) for b in batches)}; node features: one-hot labels. The authors' "
-        f"per-dataset scripts train {authors}; and they append each node's degree to its features; "
-        "with the epoch chosen on the test folds, 4× the epochs on ENZYMES also means 4× the "
-        "epochs to choose from.",
+        f"per-dataset scripts train {scripts}; and they append each node's degree to its features "
+        "(`--protocol authors`); with the epoch chosen on the test folds, 4× the epochs on "
+        "ENZYMES also means 4× the epochs to choose from.",
         "",
     ]
     return out

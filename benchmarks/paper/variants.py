@@ -1,4 +1,5 @@
-"""Variant runs in the report: the GNNML3 counting ablation and Table 1 in float32.
+"""Variant runs in the report: the GNNML3 counting ablation, Table 1 in float32, and the TU
+table under the authors' per-dataset protocol.
 
 ``matlang report`` reads the protocols' own result files for the paper's tables
 (:func:`benchmarks.paper.report.load_results`); the runs here are *variants* (their file names
@@ -11,6 +12,8 @@ carry tags, see :func:`benchmarks.records.result_name`):
   within the first epochs (read from every seed's ``val_mse_by_epoch``).
 - **Table 1 in float32**: ``bench iso --dtype float32`` files, beside the float64 file of the
   same model and the same weights rerun in float64.
+- **TU, the authors' protocol**: ``bench tu --protocol authors`` files (``….authors.json``),
+  a table of their own beside the paper's numbers.
 """
 
 from __future__ import annotations
@@ -318,7 +321,15 @@ def variants_report(folder: str | Path) -> tuple[dict[str, Any], list[str]]:
     ablation = count_ablation(files)
     iso = iso_precision(files)
     md = ablation_markdown(ablation) + iso_markdown(iso)
-    return {"count_ablation": ablation, "iso_precision": iso}, md
+    tables: dict[str, Any] = {"count_ablation": ablation, "iso_precision": iso}
+    tu_authors = [d for n, d in files if d["bench"] == "tu" and _variant_of(n, d) == "authors"]
+    if tu_authors:
+        from benchmarks.paper.tu import tu_section
+
+        md += tu_section(tu_authors, authors=True)
+        keys = ("dataset", "model", "mean_accuracy", "std_accuracy", "best_epoch", "folds")
+        tables["tu_authors"] = [{k: d.get(k) for k in keys} for d in tu_authors]
+    return tables, md
 
 
 __all__ = [

@@ -230,3 +230,38 @@ def test_sentence_models_are_what_their_files_say(tmp_path, capsys) -> None:  # 
     assert bench("2") == 1
     err = capsys.readouterr().err
     assert "sentence_gnn = {'hidden': 32, 'layers': 3, 'norm': None}" in err
+
+
+@pytest.mark.data
+@needs_mutag
+def test_authors_protocol_trains_with_their_settings_and_the_degree(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``--protocol authors``: MUTAG at their batch 16 and 100 epochs (here cut to 1), the
+    degree as a feature column, a file of its own and a report table of its own."""
+    import numpy as np
+
+    from benchmarks.paper.report import write_report
+    from benchmarks.paper.tu import node_features
+    from matlang.cli import main
+    from runtime.datasets import load_tu
+
+    graphs = load_tu("mutag").graphs[:5]
+    with_degree = node_features("mlp", graphs, degree=True)
+    for g, h in zip(graphs, with_degree):
+        x = np.asarray(g.x)
+        np.testing.assert_array_equal(np.asarray(h.x)[:, :-1], x)
+        np.testing.assert_array_equal(np.asarray(h.x)[:, -1], g.adjacency.sum(1))
+    code = main(
+        ["bench", "tu", "--dataset", "mutag", "--model", "mlp", "--protocol", "authors",
+         "--epochs", "1", "--folds", "1", "--append", "--out", str(tmp_path), "--no-progress",
+         "--json"]
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads((tmp_path / "tu-mutag-mlp.authors.json").read_text())
+    assert data["config"]["batch_size"] == 16 and data["config"]["epochs"] == 1
+    assert data["config"]["tu_protocol"] == "authors"
+    assert data["config"]["node_features"] == "one-hot node labels + degree"
+    assert data["model_info"]["parameters"] > 0
+    write_report(tmp_path, plots=False)
+    report = (tmp_path / "report.md").read_text()
+    assert "## TU datasets, the authors' per-dataset protocol" in report
+    assert f"{data['mean_accuracy']:.1f}" in report.split("the authors' per-dataset protocol")[1]
