@@ -464,10 +464,14 @@ def test_rule_is_sound(name: str, data: st.DataObject, graph: Graph) -> None:
 
 @pytest.mark.parametrize("name", [r.name for r in RULES])
 def test_rule_fires_on_its_instances(name: str) -> None:
-    """The instance generators really exercise their rule (most draws fire)."""
+    """The instance generators really exercise their rule (most draws fire). Derandomised: a
+    rate is checked, and hadamard_canonical fires on ~65% of draws: 30 random runs of 25 fired
+    12 to 21 times against the threshold of 12, and one run of the suite fell below it."""
     fired = []
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         fired.append(_once(name, INSTANCES[name](data.draw)) is not None)
