@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.records import mark_missing_parts, mark_missing_seeds, merge_seeds, write_json
+from benchmarks.records import (
+    mark_missing_parts,
+    mark_missing_seeds,
+    merge_seeds,
+    read_json_file,
+    write_json,
+)
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 
@@ -37,12 +43,7 @@ MERGEABLE = ("count", "exp-classify", "filter", "tu", "brec")
 
 def read_piece(path: Path) -> dict[str, Any]:
     """A result file of a bench in :data:`MERGEABLE`, or an error naming the file."""
-    if not path.is_file():
-        raise MatlangError(f"matlang bench merge: there is no result file {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise MatlangError(f"matlang bench merge: cannot read {path}: {e}") from None
+    data = read_json_file(path, "matlang bench merge")
     bench = data.get("bench") if isinstance(data, dict) else None
     if bench not in MERGEABLE:
         what = f"bench {bench!r}" if isinstance(bench, str) else "no bench"

@@ -429,13 +429,19 @@ def check_new_seeds(
         raise MatlangError(f"{action}: {path} already has seed(s) {both}{hint}")
 
 
-def read_result(path: Path) -> dict[str, Any]:
+def read_json_file(path: Path, action: str = APPEND) -> Any:
+    """The JSON in the result file ``path``, or an error starting with ``action`` that says
+    the file is missing or unreadable."""
     if not path.is_file():
-        raise MatlangError(f"--append: there is no result file {path} to add seeds to")
+        raise MatlangError(f"{action}: there is no result file {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise MatlangError(f"--append: cannot read {path}: {e}") from None
+        raise MatlangError(f"{action}: cannot read {path}: {e}") from None
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    data = read_json_file(path)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise MatlangError(f"--append: {path} is not a result file of a training bench")
     return data

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -571,12 +570,9 @@ def _read_earlier(args: argparse.Namespace, row: str) -> tuple[Path, dict[str, A
     path = folder / result_file(row)
     if not path.is_file() and (folder / legacy_result_file(row)).is_file():
         path = folder / legacy_result_file(row)
-    if not path.is_file():
-        raise MatlangError(f"--append: there is no result file {folder / result_file(row)}")
-    try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise MatlangError(f"--append: cannot read {path}: {e}") from None
+    from benchmarks.records import read_json_file
+
+    old = read_json_file(path if path.is_file() else folder / result_file(row))
     if not isinstance(old, dict) or not isinstance(old.get("per_pair"), list):
         raise MatlangError(f"--append: {path} is not a result file of bench brec")
     return path, old
