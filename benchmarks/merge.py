@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +38,108 @@ from benchmarks.records import (
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 
-#: The benches whose result files take ``--append``, hence ``merge``.
-MERGEABLE = ("count", "exp-classify", "filter", "tu", "brec")
+
+@dataclass(frozen=True)
+class Kind:
+    """How result files of some benches hold their runs, and how two of them merge.
+
+    Args:
+        runs: the list of runs (``"runs"``, BREC's ``"per_pair"``).
+        parts: what a run adds (``"seeds"``, ``"seed_folds"``, ``"pairs"``), in summaries.
+        part: the part one entry of ``runs`` is.
+        merge: ``merge(into, old, source, new)``: ``old`` with ``new``'s runs, its ``partial``
+            recomputed (``--append``'s merge; ``source`` names ``new`` in messages).
+        headline: the numbers a table shows for a record of this kind.
+    """
+
+    runs: str
+    parts: str
+    part: Callable[[dict[str, Any]], Any]
+    merge: Callable[[Path, dict[str, Any], Path, dict[str, Any]], dict[str, Any]]
+    headline: Callable[[dict[str, Any]], list[str]]
+
+
+def _action(source: Path) -> str:
+    return f"matlang bench merge {source}"
+
+
+def _merge_seeds(
+    into: Path, old: dict[str, Any], source: Path, new: dict[str, Any]
+) -> dict[str, Any]:
+    if old["bench"] == "count":  # settings an older file did not record yet had these values
+        from benchmarks.paper.count import IMPLIED_CONFIG
+
+        old = {**old, "config": {**IMPLIED_CONFIG, **old.get("config", {})}}
+        new = {**new, "config": {**IMPLIED_CONFIG, **new.get("config", {})}}
+    merged = merge_seeds(into, old, new, action=_action(source))
+    missing = {s for piece in (old, new) for s in piece.get("partial", {}).get("missing_seeds", [])}
+    return mark_missing_seeds(merged, sorted(missing - set(merged["seeds"])))
+
+
+def _merge_folds(
+    into: Path, old: dict[str, Any], source: Path, new: dict[str, Any]
+) -> dict[str, Any]:
+    from benchmarks.paper.tu import fold_parts, merge_folds
+
+    folds = (old.get("config", {}).get("folds"), new.get("config", {}).get("folds"))
+    if folds[0] != folds[1] and {**old["config"], "folds": 0} == {**new["config"], "folds": 0}:
+        raise MatlangError(
+            f"{_action(source)}: {into} is for folds {folds[0]}, {source} for folds "
+            f"{folds[1]}: pieces of one 10-fold file are run with --folds A:B --append (each "
+            "then a partial 10-fold file)"
+        )
+    merged = merge_folds(into, old, new, action=_action(source))
+    return mark_missing_parts(merged, fold_parts(merged["seeds"], merged["config"]["folds"]))
+
+
+def _merge_pairs(
+    into: Path, old: dict[str, Any], source: Path, new: dict[str, Any]
+) -> dict[str, Any]:
+    from benchmarks.paper.brec import merge_pairs
+
+    return merge_pairs(into, old, new, action=_action(source))
+
+
+_SEEDS = Kind(
+    "runs",
+    "seeds",
+    lambda r: r["seed"],
+    _merge_seeds,
+    lambda rec: [k for k in rec if k.startswith("median_")] + ["per_seed"],
+)
+#: The benches whose result files take ``--append``, hence ``merge``, and their kinds.
+KINDS: dict[str, Kind] = {
+    "count": _SEEDS,
+    "exp-classify": _SEEDS,
+    "filter": _SEEDS,
+    "tu": Kind(
+        "runs",
+        "seed_folds",
+        lambda r: (r.get("seed", 0), r["fold"]),
+        _merge_folds,
+        lambda rec: ["folds", "mean_accuracy", "std_accuracy", "best_epoch"],
+    ),
+    "brec": Kind(
+        "per_pair",
+        "pairs",
+        lambda r: r["pair"],
+        _merge_pairs,
+        lambda rec: ["pairs", "separated", "counts"],
+    ),
+}
 
 
 def read_piece(path: Path) -> dict[str, Any]:
-    """A result file of a bench in :data:`MERGEABLE`, or an error naming the file."""
+    """A result file of a bench in :data:`KINDS`, or an error naming the file."""
     data = read_json_file(path, "matlang bench merge")
     bench = data.get("bench") if isinstance(data, dict) else None
-    if bench not in MERGEABLE:
+    if bench not in KINDS:
         what = f"bench {bench!r}" if isinstance(bench, str) else "no bench"
         raise MatlangError(
             f"matlang bench merge: {path} is not a result file that takes --append ({what}; "
-            f"mergeable: {', '.join(MERGEABLE)})"
+            f"mergeable: {', '.join(KINDS)})"
         )
-    runs = "per_pair" if bench == "brec" else "runs"
+    runs = KINDS[bench].runs
     if not isinstance(data.get(runs), list):
         raise MatlangError(f"matlang bench merge: {path} has no {runs!r} list")
     return data
@@ -62,46 +150,21 @@ def merge_into(
 ) -> dict[str, Any]:
     """``old`` (the file at ``into``) with the runs of ``new`` (the file at ``source``) added,
     as ``--append`` adds a run's; the pieces' provenance kept, ``partial`` recomputed."""
-    action = f"matlang bench merge {source}"
-    bench = old["bench"]
-    if new["bench"] != bench:
-        raise MatlangError(f"{action}: {into} is bench {bench!r}, {source} is {new['bench']!r}")
-    if bench == "tu":
-        from benchmarks.paper.tu import fold_parts, merge_folds
-
-        folds = (old.get("config", {}).get("folds"), new.get("config", {}).get("folds"))
-        if folds[0] != folds[1] and {**old["config"], "folds": 0} == {**new["config"], "folds": 0}:
-            raise MatlangError(
-                f"{action}: {into} is for folds {folds[0]}, {source} for folds {folds[1]}: "
-                "pieces of one 10-fold file are run with --folds A:B --append (each then a "
-                "partial 10-fold file)"
-            )
-        merged = merge_folds(into, old, new, action=action)
-        merged = mark_missing_parts(merged, fold_parts(merged["seeds"], merged["config"]["folds"]))
-    elif bench == "brec":
-        from benchmarks.paper.brec import merge_pairs
-
-        merged = merge_pairs(into, old, new, action=action)
-    else:
-        if bench == "count":  # settings an older file did not record yet had these values
-            from benchmarks.paper.count import IMPLIED_CONFIG
-
-            old = {**old, "config": {**IMPLIED_CONFIG, **old.get("config", {})}}
-            new = {**new, "config": {**IMPLIED_CONFIG, **new.get("config", {})}}
-        merged = merge_seeds(into, old, new, action=action)
-        missing = {
-            s for piece in (old, new) for s in piece.get("partial", {}).get("missing_seeds", [])
-        }
-        merged = mark_missing_seeds(merged, sorted(missing - set(merged["seeds"])))
+    if new["bench"] != old["bench"]:
+        raise MatlangError(
+            f"{_action(source)}: {into} is bench {old['bench']!r}, {source} is {new['bench']!r}"
+        )
+    merged = KINDS[old["bench"]].merge(into, old, source, new)
     # the earlier pieces of ``new`` (its own --append runs) stay beside those of ``old``
     merged["earlier"] = [*merged.get("earlier", []), *new.get("earlier", [])]
     return merged
 
 
-def merge_files(into: Path, sources: Sequence[Path]) -> dict[str, Any]:
-    """The file at ``into`` with the runs of every file in ``sources`` added, in order."""
+def merge_files(into: Path, old: dict[str, Any], sources: Sequence[Path]) -> dict[str, Any]:
+    """``old`` (the file at ``into``) with the runs of every file in ``sources`` added, in
+    order."""
     seen = {into.resolve()}
-    merged = read_piece(into)
+    merged = old
     for source in sources:
         if source.resolve() in seen:
             raise MatlangError(f"matlang bench merge: {source} is given twice")
@@ -119,26 +182,15 @@ def merge_files(into: Path, sources: Sequence[Path]) -> dict[str, Any]:
 
 
 def added(old: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
-    """What the merge added to ``old``: seeds, (seed, fold) pairs or BREC pairs."""
-    if merged["bench"] == "brec":
-        before = {r["pair"] for r in old["per_pair"]}
-        return {"pairs": sorted(r["pair"] for r in merged["per_pair"] if r["pair"] not in before)}
-    if merged["bench"] == "tu":
-        before = {(r.get("seed", 0), r["fold"]) for r in old["runs"]}
-        pairs = [(r.get("seed", 0), r["fold"]) for r in merged["runs"]]
-        return {"seed_folds": [list(p) for p in pairs if p not in before]}
-    return {"seeds": [s for s in merged["seeds"] if s not in set(old["seeds"])]}
+    """What the merge added to ``old``: seeds, (seed, fold) pairs or BREC pairs, in order."""
+    kind = KINDS[merged["bench"]]
+    before = {kind.part(r) for r in old[kind.runs]}
+    return {kind.parts: [kind.part(r) for r in merged[kind.runs] if kind.part(r) not in before]}
 
 
 def headline(record: dict[str, Any]) -> dict[str, Any]:
     """The numbers a table shows for ``record``."""
-    if record["bench"] == "brec":
-        keys = ["pairs", "separated", "counts"]
-    elif record["bench"] == "tu":
-        keys = ["folds", "mean_accuracy", "std_accuracy", "best_epoch"]
-    else:
-        keys = [k for k in record if k.startswith("median_")] + ["per_seed"]
-    return {k: record[k] for k in keys if k in record}
+    return {k: record[k] for k in KINDS[record["bench"]].headline(record) if k in record}
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -146,7 +198,7 @@ def bench(args: argparse.Namespace) -> int:
     into = Path(args.into)
     sources = [Path(s) for s in args.sources]
     old = read_piece(into)
-    merged = merge_files(into, sources)
+    merged = merge_files(into, old, sources)
     target = Path(args.out) if args.out else into
     if target.resolve() != into.resolve() and target.exists() and not args.force:
         raise MatlangError(
@@ -156,17 +208,19 @@ def bench(args: argparse.Namespace) -> int:
     if not args.dry_run:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_json(target, merged)
-    summary = {
-        "file": str(target),
-        "written": not args.dry_run,
-        "bench": merged["bench"],
-        "model": merged.get("model"),
-        "added": added(old, merged),
-        **headline(merged),
-        "partial": merged.get("partial"),
-    }
+    summary = to_json(
+        {  # plain JSON values, printed alike with and without --json
+            "file": str(target),
+            "written": not args.dry_run,
+            "bench": merged["bench"],
+            "model": merged.get("model"),
+            "added": added(old, merged),
+            **headline(merged),
+            "partial": merged.get("partial"),
+        }
+    )
     if args.json:
-        print(json.dumps(to_json(summary), ensure_ascii=False))
+        print(json.dumps(summary, ensure_ascii=False))
     else:
         for k, v in summary.items():
             print(f"{k}: {v}")

@@ -43,6 +43,7 @@ from benchmarks.records import APPEND, Parts, check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
 from runtime.batch import Batch
+from runtime.datasets import TUData
 
 DATASETS = ("mutag", "proteins", "enzymes", "ptc")
 #: Models built from sentences, beside the reference models.
@@ -265,6 +266,20 @@ class TUResult:
         return [{"seed": s, **self.of_seed(s).summary()} for s in seeds]
 
 
+def _fold_data(
+    dataset: str, model: str, settings: TUSettings
+) -> tuple[TUData, list[Graph], Tensor, int, int]:
+    """The dataset (its folds), the graphs with ``model``'s features, the labels, the feature
+    width and the number of classes."""
+    from runtime.datasets import load_tu
+
+    tu = load_tu(dataset)
+    graphs = node_features(model, tu.graphs, degree=settings.degree)
+    y = torch.as_tensor(tu.y, dtype=torch.int64)
+    in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
+    return tu, graphs, y, in_dim, int(tu.y.max()) + 1
+
+
 def _run(
     group: Group,
     dataset: str,
@@ -274,13 +289,7 @@ def _run(
     seeds: Sequence[int] | None = None,
     on_fold: Callable[[TUResult], None] | None = None,
 ) -> TUResult:
-    from runtime.datasets import load_tu
-
-    tu = load_tu(dataset)
-    graphs = node_features(model, tu.graphs, degree=settings.degree)
-    y = torch.as_tensor(tu.y, dtype=torch.int64)
-    in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
-    classes = int(tu.y.max()) + 1
+    tu, graphs, y, in_dim, classes = _fold_data(dataset, model, settings)
     res = TUResult([], [], [], 0, [])
     for seed in [settings.seed] if seeds is None else seeds:
         cfg = dataclasses.replace(settings, seed=seed)
@@ -308,14 +317,9 @@ def train_one_fold(
 ) -> tuple[list[float], dict[str, Tensor]]:
     """One fold in this process's group: the accuracy curve and the trained weights (for
     checking that ``P`` processes train what one does)."""
-    from runtime.datasets import load_tu
-
-    tu = load_tu(dataset)
-    graphs = node_features(model, tu.graphs, degree=settings.degree)
-    y = torch.as_tensor(tu.y, dtype=torch.int64)
-    in_dim = int(np.asarray(graphs[0].x).reshape(graphs[0].num_nodes, -1).shape[1])
+    tu, graphs, y, in_dim, classes = _fold_data(dataset, model, settings)
     torch.manual_seed(settings.seed)
-    net = build(model, in_dim, int(tu.y.max()) + 1)
+    net = build(model, in_dim, classes)
     train_idx, test_idx = tu.folds[fold - 1]
     curve = train_fold(net, graphs, y, train_idx.tolist(), test_idx.tolist(), settings, group)
     return curve, {k: v.detach().clone() for k, v in net.state_dict().items()}
