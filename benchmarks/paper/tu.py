@@ -39,6 +39,7 @@ from tqdm import tqdm
 
 from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
 from benchmarks.paper.train import adam
+from benchmarks.paper.tu_protocols import AUTHORS, PAPER, authors_arch
 from benchmarks.records import APPEND, Parts, check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
@@ -77,15 +78,6 @@ _PAPER_ROWS: dict[str, tuple[tuple[float, float], ...]] = {
 PAPER_TU: dict[str, dict[str, tuple[float, float]]] = {
     m: dict(zip(("mutag", "enzymes", "proteins", "ptc"), r)) for m, r in _PAPER_ROWS.items()
 }
-#: What the authors' per-dataset scripts (balcilar/gnn-matlang: ``mutag.py``, ``proteins.py``,
-#: ``enzymes.py``, ``ptc.py``) train with: epochs and batch size. Each also appends the node's
-#: degree to its features (``SpectralDesign(adddegree=True)``) and selects the epoch as we do.
-AUTHORS_TU: dict[str, tuple[int, int]] = {
-    "mutag": (100, 16),
-    "proteins": (50, 180),
-    "enzymes": (400, 60),
-    "ptc": (100, 32),
-}
 
 
 @dataclass(frozen=True)
@@ -100,11 +92,10 @@ class TUSettings:
     progress: bool = False
     #: append each node's degree to its features (the authors' scripts)
     degree: bool = False
-
-
-#: ``--protocol paper``'s epochs and batch size, on every dataset (``--protocol authors``: their
-#: scripts' per dataset, :data:`AUTHORS_TU`, and the node degree as a feature).
-PAPER_EPOCHS, PAPER_BATCH = 100, 32
+    #: standardise every feature column with the training fold's nodes' mean and std
+    standardize: bool = False
+    #: fields replaced in the model's configuration (``--arch authors``)
+    model_options: tuple[tuple[str, Any], ...] = ()
 
 
 def model_choices() -> list[str]:
@@ -139,8 +130,11 @@ def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) 
     return list(SentenceFeatures(list(FEATURE_SENTENCES), log1p=True)(list(graphs)))
 
 
-def build(model: str, in_dim: int, classes: int) -> nn.Module:
-    """A fresh model (weights from torch's current seed)."""
+def build(
+    model: str, in_dim: int, classes: int, options: dict[str, Any] | None = None
+) -> nn.Module:
+    """A fresh model (weights from torch's current seed); ``options`` replace fields of a
+    reference model's configuration."""
     if model == "sentence":
         from compiler.layers.model import SentenceGNN
 
@@ -148,7 +142,30 @@ def build(model: str, in_dim: int, classes: int) -> nn.Module:
     from benchmarks.paper.models import make_model
 
     name = "gin" if model == "gin+features" else model
-    return make_model(name, in_dim, classes, protocol="classify")
+    return make_model(name, in_dim, classes, protocol="classify", options=options)
+
+
+def standardize(graphs: Sequence[Graph], train_idx: Sequence[int]) -> list[Graph]:
+    """The graphs with every feature column standardised by the mean and the (unbiased, as
+    torch's ``std(0)``) standard deviation over the nodes of the graphs ``train_idx``, as the
+    authors' ENZYMES and PROTEINS scripts do per fold. A column constant on those nodes is
+    only centred (their scripts would divide by 0)."""
+    xs = [
+        np.asarray(graphs[i].x, dtype=np.float64).reshape(graphs[i].num_nodes, -1)
+        for i in train_idx
+    ]
+    train = np.concatenate(xs, 0)
+    mean = train.mean(0)
+    std = train.std(0, ddof=1) if len(train) > 1 else np.zeros_like(mean)
+    std = np.where(std > 0, std, 1.0)
+    return [
+        Graph(
+            g.adjacency,
+            g.name,
+            (np.asarray(g.x, dtype=np.float64).reshape(g.num_nodes, -1) - mean) / std,
+        )
+        for g in graphs
+    ]
 
 
 def _batch(graphs: Sequence[Graph], idx: Sequence[int]) -> Batch:
@@ -295,12 +312,13 @@ def _run(
         cfg = dataclasses.replace(settings, seed=seed)
         for k in folds:
             torch.manual_seed(seed)  # every fold (and every process) starts alike
-            net = build(model, in_dim, classes)
+            net = build(model, in_dim, classes, dict(settings.model_options))
             res.parameters = sum(p.numel() for p in net.parameters() if p.requires_grad)
             start = time.perf_counter()
             train_idx, test_idx = tu.folds[k - 1]
+            seen = standardize(graphs, train_idx.tolist()) if settings.standardize else graphs
             curve = train_fold(
-                net, graphs, y, train_idx.tolist(), test_idx.tolist(), cfg, group,
+                net, seen, y, train_idx.tolist(), test_idx.tolist(), cfg, group,
                 desc=f"{dataset} {model} seed {seed} fold {k}",
             )  # fmt: skip
             res.curves.append(curve)
@@ -319,8 +337,10 @@ def train_one_fold(
     checking that ``P`` processes train what one does)."""
     tu, graphs, y, in_dim, classes = _fold_data(dataset, model, settings)
     torch.manual_seed(settings.seed)
-    net = build(model, in_dim, classes)
+    net = build(model, in_dim, classes, dict(settings.model_options))
     train_idx, test_idx = tu.folds[fold - 1]
+    if settings.standardize:
+        graphs = standardize(graphs, train_idx.tolist())
     curve = train_fold(net, graphs, y, train_idx.tolist(), test_idx.tolist(), settings, group)
     return curve, {k: v.detach().clone() for k, v in net.state_dict().items()}
 
@@ -443,15 +463,20 @@ def bench(args: argparse.Namespace) -> int:
     folds = _folds(args.folds)
     seeds = _seeds(args)
     authors = getattr(args, "protocol", "paper") == "authors"
-    epochs, batch = AUTHORS_TU[args.dataset] if authors else (PAPER_EPOCHS, PAPER_BATCH)
+    protocol = AUTHORS[args.dataset] if authors else PAPER
+    arch = (
+        authors_arch(args.dataset, args.model) if getattr(args, "arch", "ours") == "authors" else {}
+    )
     settings = TUSettings(
-        epochs=epochs if args.epochs is None else args.epochs,
-        batch_size=batch if args.batch_size is None else args.batch_size,
+        epochs=protocol.epochs if args.epochs is None else args.epochs,
+        batch_size=protocol.batch_size if args.batch_size is None else args.batch_size,
         lr=args.lr,
         weight_decay=args.weight_decay,
         seed=seeds[0],
         progress=not args.no_progress,
-        degree=authors,
+        degree=protocol.degree,
+        standardize=protocol.standardize,
+        model_options=tuple(arch.items()),
     )
     config = {
         "protocol": "10-fold (authors' folds), fixed epochs, Adam, cross-entropy; accuracy at the "
@@ -465,18 +490,25 @@ def bench(args: argparse.Namespace) -> int:
         # the folds the file is for: all of them when --append adds some
         "folds": list(range(1, 11)) if args.append else folds,
         "node_features": "one-hot node labels"
-        + (" + degree" if authors else "")
-        + (" + log1p of " + ", ".join(FEATURE_SENTENCES) if args.model == "gin+features" else ""),
+        + (" + degree" if protocol.degree else "")
+        + (" + log1p of " + ", ".join(FEATURE_SENTENCES) if args.model == "gin+features" else "")
+        + (", standardised by the training fold's mean and std" if protocol.standardize else ""),
         "dtype": "float32",
         # recorded only for the authors' protocol, so earlier files still take --append
         **({"tu_protocol": "authors"} if authors else {}),
+        # recorded only for --arch authors: the fields replaced in our model's configuration
+        **({"arch": "authors", "model_options": arch} if arch else {}),
     }
     implied = {}
     if args.model == "sentence":
         config["sentence_gnn"] = SENTENCE_GNN
         implied["sentence_gnn"] = IMPLIED_SENTENCE_GNN
     whole = args.append or folds == list(range(1, 11))
-    tags = (["authors"] if authors else []) + ([] if whole else [f"folds{folds[0]}-{folds[-1]}"])
+    tags = (
+        (["authors"] if authors else [])
+        + (["authors-arch"] if arch else [])
+        + ([] if whole else [f"folds{folds[0]}-{folds[-1]}"])
+    )
     name = result_name("tu", args.dataset, None, args.model, ".".join(tags) or None)
     # a part is a (seed, fold) pair; the file is for every fold of each of its seeds
     seeds_of_file = sorted(set(seeds) | set(_file_seeds(Path(args.out) / name, args)))
@@ -540,12 +572,20 @@ def fold_ranges(folds: Sequence[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
 
 
-def tu_section(rows: Sequence[dict[str, Any]], *, authors: bool = False) -> list[str]:
+def tu_section(
+    rows: Sequence[dict[str, Any]], *, authors: bool = False, arch: bool = False
+) -> list[str]:
     """The report's TU table: ours (best mean epoch; last epoch) / paper, per model
-    (``authors``: the table of ``--protocol authors`` files)."""
+    (``authors``: the table of ``--protocol authors`` files; with ``arch``, of those also run
+    with ``--arch authors``)."""
     title = "## TU datasets (appendix): 10-fold accuracy, ours / paper"
     if authors:
         title = "## TU datasets, the authors' per-dataset protocol (`--protocol authors`)"
+    if arch:
+        title = (
+            "## TU datasets, the authors' protocol and architectures "
+            "(`--protocol authors --arch authors`)"
+        )
     out = [title, ""]
     if not rows:
         return [*out, "_No result files for this table yet._", ""]
@@ -585,14 +625,22 @@ def tu_section(rows: Sequence[dict[str, Any]], *, authors: bool = False) -> list
             cells.append(f"{ours} / {'–' if paper is None else f'{paper[0]} ± {paper[1]}'}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     scripts = "; ".join(
-        f"{d.upper()} {AUTHORS_TU[d][0]} epochs at batch {AUTHORS_TU[d][1]}" for d in DATASETS
+        f"{d.upper()} {AUTHORS[d].epochs} epochs at batch {AUTHORS[d].batch_size}" for d in DATASETS
     )
+    std = " and ".join(d.upper() for d in DATASETS if AUTHORS[d].standardize)
     if authors:
+        models = (
+            "The models: ours with the fields of the authors' architecture for the dataset "
+            "(`benchmarks/paper/tu_protocols.py`: AUTHORS_ARCH)."
+            if arch
+            else "The models are ours (the authors' scripts also vary widths, batch norm and "
+            "dropout per dataset; `--arch authors` builds theirs where our configurations can "
+            "say it, in a table of its own)."
+        )
         out += [
             "",
             f"The authors' scripts' settings: {scripts}; node features: one-hot labels + "
-            "degree. The models are ours (the authors' scripts also vary widths, batch norm and "
-            "dropout per dataset).",
+            f"degree, standardised per fold on {std}. {models}",
             "",
         ]
         return out
@@ -602,16 +650,15 @@ def tu_section(rows: Sequence[dict[str, Any]], *, authors: bool = False) -> list
         "",
         f"Epochs per fold: {', '.join(str(e) for e in epochs)}; batch "
         f"{', '.join(str(b) for b in batches)}; node features: one-hot labels. The authors' "
-        f"per-dataset scripts train {scripts}; and they append each node's degree to its features "
-        "(`--protocol authors`); with the epoch chosen on the test folds, 4× the epochs on "
-        "ENZYMES also means 4× the epochs to choose from.",
+        f"per-dataset scripts train {scripts}; they append each node's degree to its features "
+        f"and standardise them on {std} (`--protocol authors`); with the epoch chosen on the "
+        "test folds, 4× the epochs on ENZYMES also means 4× the epochs to choose from.",
         "",
     ]
     return out
 
 
 __all__ = [
-    "AUTHORS_TU",
     "DATASETS",
     "PAPER_TU",
     "TUResult",
@@ -620,6 +667,7 @@ __all__ = [
     "build",
     "fold_ranges",
     "merge_folds",
+    "standardize",
     "model_choices",
     "run_tu",
     "train_fold",

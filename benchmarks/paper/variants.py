@@ -322,13 +322,18 @@ def variants_report(folder: str | Path) -> tuple[dict[str, Any], list[str]]:
     iso = iso_precision(files)
     md = ablation_markdown(ablation) + iso_markdown(iso)
     tables: dict[str, Any] = {"count_ablation": ablation, "iso_precision": iso}
-    tu_authors = [d for n, d in files if d["bench"] == "tu" and _variant_of(n, d) == "authors"]
-    if tu_authors:
-        from benchmarks.paper.tu import tu_section
+    keys = ("dataset", "model", "mean_accuracy", "std_accuracy", "best_epoch", "folds")
+    # --protocol authors with our models, then with the authors' architectures (--arch authors)
+    for variant, table, arch in (
+        ("authors", "tu_authors", False),
+        ("authors.authors-arch", "tu_authors_arch", True),
+    ):
+        rows = [d for n, d in files if d["bench"] == "tu" and _variant_of(n, d) == variant]
+        if rows:
+            from benchmarks.paper.tu import tu_section
 
-        md += tu_section(tu_authors, authors=True)
-        keys = ("dataset", "model", "mean_accuracy", "std_accuracy", "best_epoch", "folds")
-        tables["tu_authors"] = [{k: d.get(k) for k in keys} for d in tu_authors]
+            md += tu_section(rows, authors=True, arch=arch)
+            tables[table] = [{k: d.get(k) for k in keys} for d in rows]
     return tables, md
 
 

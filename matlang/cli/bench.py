@@ -126,15 +126,12 @@ def register(sub: Any) -> None:
     tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")
     tu.add_argument("--dataset", choices=("mutag", "proteins", "enzymes", "ptc"), required=True)
     _common(tu, seeds=1)
+    from benchmarks.paper.tu_protocols import arch_help, protocol_help  # torch-free
+
     tu.add_argument(
-        "--protocol",
-        choices=("paper", "authors"),
-        default="paper",
-        help="paper: 100 epochs, batch 32, one-hot node labels on every dataset; authors (their "
-        "per-dataset scripts): MUTAG 100 epochs at batch 16, PROTEINS 50 at 180, ENZYMES 400 at "
-        "60, PTC 100 at 32, and each node's degree appended to its features (file "
-        "tu-<dataset>-<model>.authors.json). --epochs and --batch-size replace the protocol's",
+        "--protocol", choices=("paper", "authors"), default="paper", help=protocol_help()
     )
+    tu.add_argument("--arch", choices=("ours", "authors"), default="ours", help=arch_help())
     _training(tu, epochs=None, batch_size=None)
     tu.add_argument(
         "--seed",

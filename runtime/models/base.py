@@ -74,6 +74,8 @@ class ModelConfig:
             authors' isomorphism scripts use ``tanh``).
         output_activation: applied to the head's output (``None``: none; the authors'
             isomorphism scripts end in ``tanh``).
+        readout_norm: batch normalisation of the graph readouts before the head (the
+            authors' ENZYMES GNNML3).
     """
 
     hidden: int = 64
@@ -83,6 +85,7 @@ class ModelConfig:
     dropout: float = 0.0
     activation: str = "relu"
     output_activation: str | None = None
+    readout_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.layers < 1:
@@ -239,6 +242,8 @@ class GraphModel(nn.Module):
         """The head on ``embed_dim`` per node, or on the readout of each graph."""
         cfg = self.config
         readout_dim = self.embed_dim * (1 if self.task == "node" else len(cfg.readout))
+        if cfg.readout_norm and self.task == "graph":
+            self.readout_norm = nn.BatchNorm1d(readout_dim)
         self.head = MLPHead(readout_dim, self.out_dim, cfg.head, cfg.dropout)
 
     @property
@@ -259,8 +264,10 @@ class GraphModel(nn.Module):
         return x
 
     def graph_representation(self, batch: Batch, h: Tensor) -> Tensor:
-        """The readouts of each graph, ``(G, embed_dim · len(readout))``."""
-        return readout(h, batch.batch, batch.num_graphs, self.config.readout, self.backend)
+        """The readouts of each graph, ``(G, embed_dim · len(readout))`` (batch-normalised
+        with ``readout_norm``)."""
+        r = readout(h, batch.batch, batch.num_graphs, self.config.readout, self.backend)
+        return self.readout_norm(r) if self.config.readout_norm else r
 
     def forward(self, data: Any, **inputs: Any) -> Tensor:
         """``(G, out_dim)`` for ``task="graph"``, ``(N, out_dim)`` for ``task="node"``."""
