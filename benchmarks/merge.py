@@ -63,14 +63,25 @@ def _action(source: Path) -> str:
     return f"matlang bench merge {source}"
 
 
+def _implied(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the settings its bench implies for files written before they were
+    recorded (what ``--append``'s ``ResultFile(implied=…)`` reads into an older file)."""
+    implied: dict[str, Any] = {}
+    if record["bench"] == "count":
+        from benchmarks.paper.count import IMPLIED_CONFIG
+
+        implied = IMPLIED_CONFIG
+    elif record["bench"] == "tu":
+        from benchmarks.paper.tu import implied_config
+
+        implied = implied_config(record["model"])
+    return {**record, "config": {**implied, **record.get("config", {})}} if implied else record
+
+
 def _merge_seeds(
     into: Path, old: dict[str, Any], source: Path, new: dict[str, Any]
 ) -> dict[str, Any]:
-    if old["bench"] == "count":  # settings an older file did not record yet had these values
-        from benchmarks.paper.count import IMPLIED_CONFIG
-
-        old = {**old, "config": {**IMPLIED_CONFIG, **old.get("config", {})}}
-        new = {**new, "config": {**IMPLIED_CONFIG, **new.get("config", {})}}
+    old, new = _implied(old), _implied(new)
     merged = merge_seeds(into, old, new, action=_action(source))
     missing = {s for piece in (old, new) for s in piece.get("partial", {}).get("missing_seeds", [])}
     return mark_missing_seeds(merged, sorted(missing - set(merged["seeds"])))
@@ -81,6 +92,7 @@ def _merge_folds(
 ) -> dict[str, Any]:
     from benchmarks.paper.tu import fold_parts, merge_folds
 
+    old, new = _implied(old), _implied(new)
     folds = (old.get("config", {}).get("folds"), new.get("config", {}).get("folds"))
     if folds[0] != folds[1] and {**old["config"], "folds": 0} == {**new["config"], "folds": 0}:
         raise MatlangError(

@@ -499,10 +499,9 @@ def bench(args: argparse.Namespace) -> int:
         # recorded only for --arch authors: the fields replaced in our model's configuration
         **({"arch": "authors", "model_options": arch} if arch else {}),
     }
-    implied = {}
     if args.model == "sentence":
         config["sentence_gnn"] = SENTENCE_GNN
-        implied["sentence_gnn"] = IMPLIED_SENTENCE_GNN
+    implied = implied_config(args.model)
     whole = args.append or folds == list(range(1, 11))
     tags = (
         (["authors"] if authors else [])
@@ -546,6 +545,12 @@ def bench(args: argparse.Namespace) -> int:
         return record(res), res.summary()
 
     return out.run(run)
+
+
+def implied_config(model: str) -> dict[str, Any]:
+    """Settings a ``model`` file written before they were recorded had (what ``--append`` and
+    ``bench merge`` read into an older file's config)."""
+    return {"sentence_gnn": IMPLIED_SENTENCE_GNN} if model == "sentence" else {}
 
 
 def _file_seeds(path: Path, args: argparse.Namespace) -> list[int]:
@@ -666,6 +671,7 @@ __all__ = [
     "bench",
     "build",
     "fold_ranges",
+    "implied_config",
     "merge_folds",
     "standardize",
     "model_choices",

@@ -102,6 +102,27 @@ def test_merge_tu_folds_equals_append(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["bench", "merge", str(a), str(b)]) == 1
     assert "already has seed_fold(s) [(0, 3)]" in capsys.readouterr().err
     assert a.read_bytes() == before
+    # an older `sentence` file (no sentence_gnn recorded) had IMPLIED_SENTENCE_GNN: it merges
+    # with a newer file that ran those settings, and not with one that ran batch norm
+    from benchmarks.paper.tu import IMPLIED_SENTENCE_GNN, SENTENCE_GNN
+
+    assert tu("d", "--folds", "4", "--append") == 0
+    capsys.readouterr()
+    older = {**_read(b), "model": "sentence"}
+    older_file = tmp_path / "older.json"
+    for settings, code in ((SENTENCE_GNN, 1), (IMPLIED_SENTENCE_GNN, 0)):
+        older_file.write_text(json.dumps(older))
+        newer = _read(tmp_path / "d" / name)
+        newer = {
+            **newer,
+            "model": "sentence",
+            "config": {**newer["config"], "sentence_gnn": settings},
+        }
+        (tmp_path / "newer.json").write_text(json.dumps(newer))
+        assert main(["bench", "merge", str(older_file), str(tmp_path / "newer.json")]) == code
+        if code:
+            assert "sentence_gnn" in capsys.readouterr().err
+    assert sorted(r["fold"] for r in _read(older_file)["runs"]) == [3, 4]
 
 
 @needs_brec
