@@ -219,6 +219,8 @@ class ResultFile:
         implied: settings a file written before they were recorded had (a key missing from
             its ``config`` has this value).
         parts: when a run adds parts other than seeds (folds), what they are.
+        resume: Ctrl-C's message from what was saved (``None``: nothing) and the file, for
+            runs whose parts are neither seeds nor ``parts`` (BREC's pairs).
     """
 
     def __init__(
@@ -229,8 +231,10 @@ class ResultFile:
         seeds: list[int],
         implied: dict[str, Any] | None = None,
         parts: Parts | None = None,
+        resume: Callable[[dict[str, Any] | None, Path | None], str] | None = None,
     ) -> None:
         self.args = args
+        self.resume = resume
         self.parts = parts
         self.start = time.perf_counter()
         self.seeds = list(seeds)
@@ -320,6 +324,8 @@ class ResultFile:
         return 0
 
     def _interrupted(self) -> str:
+        if self.resume is not None:
+            return self.resume(self.saved, self.path)
         if self.saved is None or self.path is None:
             if self.path is None:
                 where = "nothing saved (--no-save)"

@@ -406,11 +406,14 @@ def rpc_rows(
     seed: int = 0,
     cfg: RPCConfig = RPCConfig(),
     progress: Progress = _identity,
+    on_pair: Callable[[BrecResult], Any] | None = None,
 ) -> BrecResult:
-    """RPC for a reference model on the chosen pairs: separated = distinguished and reliable."""
+    """RPC for a reference model on the chosen pairs: separated = distinguished and reliable.
+    ``on_pair`` sees the result so far after every pair (``bench`` saves it)."""
     chosen = select_pairs(data, pairs)
     start = time.perf_counter()
-    outcomes = []
+    settings = {"seed": seed, **cfg.__dict__}
+    outcomes: list[PairOutcome] = []
     for k in progress(chosen):
         i, j = data.pairs[k]
         t0 = time.perf_counter()
@@ -419,7 +422,8 @@ def rpc_rows(
         )
         r["seconds"] = round(time.perf_counter() - t0, 2)  # training and both tests
         outcomes.append(PairOutcome(k, data.category(k), r["distinguished"] and r["reliable"], r))
-    settings = {"seed": seed, **cfg.__dict__}
+        if on_pair is not None:
+            on_pair(BrecResult(model_name, list(outcomes), time.perf_counter() - start, settings))
     return BrecResult(model_name, outcomes, time.perf_counter() - start, settings)
 
 
@@ -619,11 +623,32 @@ def bench(args: argparse.Namespace) -> int:
             )
         # Checked above: the merged record replaces the file (under its current name).
         args = argparse.Namespace(**{**vars(args), "append": False, "force": True})
-    out = ResultFile(args, result_file(name), {}, [])
+    chosen = select_pairs(data, pairs)
+
+    def resume(saved: dict[str, Any] | None, path: Path | None) -> str:
+        """Ctrl-C's message: the pairs saved, and the command that runs the rest."""
+        done = set(saved.get("pairs_run", [])) if saved else set()
+        rest = [k for k in chosen if k not in done]
+        if path is None or not done:
+            where = "nothing saved (--no-save)" if path is None else f"{path} unchanged"
+            return f"interrupted: no pair of this run finished, {where}"
+        return (
+            f"interrupted: {len(done)} pair(s) of this run saved in {path}; go on with "
+            f"--append --pairs {pair_ranges(rest)}"
+        )
+
+    out = ResultFile(args, result_file(name), {}, [], resume=resume)
 
     def progress(items: Any) -> Any:
         disable = True if args.no_progress else None
         return tqdm(items, desc=f"brec {model}", disable=disable, leave=False, file=sys.stderr)
+
+    def record_of(res: BrecResult) -> dict[str, Any]:
+        record = {"bench": "brec", "dataset": "brec", **res.to_json(), "model": name}
+        record["pairs_run"] = [o.pair for o in res.outcomes]
+        if earlier is not None:
+            record = merge_pairs(earlier[0], earlier[1], record)
+        return record
 
     def run(save: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if model in ("1-wl", "3-wl"):
@@ -632,14 +657,13 @@ def bench(args: argparse.Namespace) -> int:
             res = refinement_rows(data, args.rounds, pairs, progress=progress)
         elif model.startswith("bank-"):
             res = bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
-        else:
+        else:  # trained pair by pair (CFI pairs take minutes): each saved as it finishes
             cfg = RPCConfig(epochs=args.epochs)
-            res = rpc_rows(data, model, pairs, seed=args.seed, cfg=cfg, progress=progress)
-        body = {**res.to_json(), "model": name}
-        record = {"bench": "brec", "dataset": "brec", **body}
-        record["pairs_run"] = [o.pair for o in res.outcomes]
-        if earlier is not None:
-            record = merge_pairs(earlier[0], earlier[1], record)
+            res = rpc_rows(
+                data, model, pairs, seed=args.seed, cfg=cfg, progress=progress,
+                on_pair=lambda partial: save(record_of(partial)),
+            )  # fmt: skip
+        record = record_of(res)
         summary = {"model": name, "pairs": record["pairs"], "separated": record["separated"]}
         summary |= record["counts"]
         if trained:

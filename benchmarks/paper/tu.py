@@ -634,7 +634,7 @@ def tu_section(
     )
     std = " and ".join(d.upper() for d in DATASETS if AUTHORS[d].standardize)
     if authors:
-        models = (
+        whose = (
             "The models: ours with the fields of the authors' architecture for the dataset "
             "(`benchmarks/paper/tu_protocols.py`: AUTHORS_ARCH)."
             if arch
@@ -645,7 +645,7 @@ def tu_section(
         out += [
             "",
             f"The authors' scripts' settings: {scripts}; node features: one-hot labels + "
-            f"degree, standardised per fold on {std}. {models}",
+            f"degree, standardised per fold on {std}. {whose}",
             "",
         ]
         return out

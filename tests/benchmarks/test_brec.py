@@ -313,3 +313,37 @@ def test_bench_iso_bank_model_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["undistinguished"] == 105
     assert main([*base, "--model", "bank-L3-r4", "--seeds", "3"]) == 1
     assert "no weights" in capsys.readouterr().err
+
+
+@needs_brec
+def test_bench_brec_saves_each_pair_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trained row is saved pair by pair: Ctrl-C on the third pair leaves the first two in
+    the file and prints the --append that runs the rest; that run gives the file a run of all
+    three pairs gives (the verdicts and T² of every pair)."""
+    base = ["bench", "brec", "--model", "mlp", "--epochs", "2", "--json", "--no-progress"]
+    real, calls = brec.rpc_pair, []
+
+    def interrupted_at_third(*a: object, **k: object) -> dict:  # type: ignore[type-arg]
+        calls.append(a)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(brec, "rpc_pair", interrupted_at_third)
+    assert main([*base, "--pairs", "0:2,60", "--out", str(tmp_path / "a")]) == 130
+    err = capsys.readouterr().err
+    path = tmp_path / "a" / "brec-mlp.json"
+    assert f"2 pair(s) of this run saved in {path}; go on with --append --pairs 60" in err
+    assert [r["pair"] for r in json.loads(path.read_text())["per_pair"]] == [0, 1]
+    monkeypatch.setattr(brec, "rpc_pair", real)
+    assert main([*base, "--pairs", "60", "--append", "--out", str(tmp_path / "a")]) == 0
+    assert main([*base, "--pairs", "0:2,60", "--out", str(tmp_path / "one")]) == 0
+    resumed = json.loads(path.read_text())
+    one = json.loads((tmp_path / "one" / "brec-mlp.json").read_text())
+    drop = ("seconds",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in resumed["per_pair"]] == [
+        {k: v for k, v in r.items() if k not in drop} for r in one["per_pair"]
+    ]
+    assert resumed["counts"] == one["counts"] and resumed["pairs"] == 3
