@@ -1,5 +1,10 @@
 """PPGN (Maron et al., 2019), as the paper's appendix implements it: graphs of any sizes in one
-batch, padded to the batch's largest graph, padding never changing a result.
+batch, padded, padding never changing a result.
+
+A batch is padded per *size bucket* rather than to its largest graph (:func:`size_buckets`):
+a layer costs O(n³) per graph, so one graph of 109 nodes among graphs of 25 (PTC) would make
+every graph of the batch cost 80× its own. Graphs do not interact in PPGN, so buckets give
+the padded batch's numbers; see ``benchmarks/`` for the speed.
 
 The n×n tensors are stored channels first, ``(C, G, n, n)``: a 1×1 channel map is then one
 matrix product ``W · H`` on ``(C, G·n·n)`` and the per-channel n×n products batch over
@@ -19,29 +24,71 @@ from torch import Tensor, nn
 from runtime.batch import Batch, as_batch
 from runtime.models.base import GraphModel, ModelConfig, input_features, resolve_activation
 
+#: :func:`size_buckets`: a bucket may cost up to this factor of its graphs' own Σ n³ ...
+BUCKET_WASTE = 1.5
+#: ... and graphs up to this many nodes always share one (their products cost less than the
+#: per-bucket overhead of a dozen small tensor operations per layer).
+BUCKET_SMALL = 16
 
-def dense_batch(batch: Batch, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+
+def size_buckets(sizes: Sequence[int]) -> list[list[int]]:
+    """The graphs (indices into ``sizes``) grouped for padding: in order of size, a graph
+    joins the current bucket while padding every graph to its size costs at most
+    :data:`BUCKET_WASTE` × their own ``Σ n³``, or while it has at most :data:`BUCKET_SMALL`
+    nodes; otherwise it starts the next bucket. One bucket when all graphs have one size."""
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    buckets: list[list[int]] = []
+    own = 0.0
+    for i in order:
+        n = sizes[i]
+        if buckets:
+            cost = (len(buckets[-1]) + 1) * float(n) ** 3
+            if n <= BUCKET_SMALL or cost <= BUCKET_WASTE * (own + float(n) ** 3):
+                buckets[-1].append(i)
+                own += float(n) ** 3
+                continue
+        buckets.append([i])
+        own = float(n) ** 3
+    return buckets
+
+
+def dense_batch(
+    batch: Batch, x: Tensor, graphs: Sequence[int] | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     r"""PPGN's input tensor ``H^{(0)} = [A | diag(X_1) | … | diag(X_d)]``, padded to ``n_max``.
 
     Returns ``h`` ``(1 + d, G, n_max, n_max)`` (channels first, zero outside each graph),
     ``valid`` ``(G, n_max, n_max)`` (``M_0 + M_1``: both indices inside the graph) and
-    ``diagonal`` ``(G, n_max, n_max)`` (``M_0``: valid and on the diagonal).
+    ``diagonal`` ``(G, n_max, n_max)`` (``M_0``: valid and on the diagonal). With ``graphs``
+    (indices of graphs of the batch), only those, in that order, padded to their largest.
     """
-    g = batch.num_graphs
     device = x.device
-    sizes = batch.nodes_per_graph.to(device)
-    n_max = int(sizes.max()) if g else 0
     gid = batch.batch.to(device)
     local = torch.arange(batch.num_nodes, device=device) - batch.ptr.to(device)[gid]
-    h = x.new_zeros(1 + x.shape[1], g, n_max, n_max)
     ei = batch.edge_index.to(device)
     w = (
         x.new_ones(ei.shape[1])
         if batch.edge_weight is None
         else batch.edge_weight.to(device=device, dtype=x.dtype)
     )
-    h[0, gid[ei[0]], local[ei[0]], local[ei[1]]] = w
-    h[1:, gid, local, local] = x.T
+    sizes = batch.nodes_per_graph.to(device)
+    slot = gid  # each node's position on h's graph axis
+    if graphs is not None:
+        chosen = torch.as_tensor(list(graphs), dtype=torch.long, device=device)
+        pos = torch.full((batch.num_graphs,), -1, dtype=torch.long, device=device)
+        pos[chosen] = torch.arange(len(chosen), device=device)
+        slot, sizes = pos[gid], sizes[chosen]
+        kept = slot[ei[0]] >= 0
+        ei, w = ei[:, kept], w[kept]
+        nodes = slot >= 0
+        x, node_slot, node_local = x[nodes], slot[nodes], local[nodes]
+    else:
+        node_slot, node_local = slot, local
+    g = len(sizes)
+    n_max = int(sizes.max()) if g else 0
+    h = x.new_zeros(1 + x.shape[1], g, n_max, n_max)
+    h[0, slot[ei[0]], local[ei[0]], local[ei[1]]] = w
+    h[1:, node_slot, node_local, node_local] = x.T
     inside = torch.arange(n_max, device=device)[None, :] < sizes[:, None]  # (G, n_max)
     valid = inside[:, :, None] & inside[:, None, :]
     diagonal = valid & torch.eye(n_max, dtype=torch.bool, device=device)[None]
@@ -126,9 +173,13 @@ class PPGNConfig(ModelConfig):
         bias: biases in every block's ``m_1, m_2, m_3``. The authors' scripts have none for
             EXP (isomorphism and classification), counting and filtering, and have them for
             graph8c and sr25 (graphs of 8 and 25 nodes).
+        buckets: pad a batch per size bucket (:func:`size_buckets`); ``False``: every graph
+            to the batch's largest (the same numbers up to rounding, ~8-10× slower on TU
+            batches; ``benchmarks/ppgn-buckets.md``).
     """
 
     bias: bool = False
+    buckets: bool = True
 
 
 class PPGN(GraphModel):
@@ -170,9 +221,12 @@ class PPGN(GraphModel):
     def layer(self, in_channels: int, out_channels: int) -> nn.Module:
         return PPGNBlock(in_channels, out_channels, out_channels, bias=self.config.bias)
 
-    def layer_outputs(self, batch: Batch, x: Tensor) -> tuple[list[Tensor], Tensor, Tensor]:
-        """``[H^{(1)}, …, H^{(L)}]`` (channels first) and the masks ``valid``, ``diagonal``."""
-        h, valid, diagonal = dense_batch(batch, x)
+    def layer_outputs(
+        self, batch: Batch, x: Tensor, graphs: Sequence[int] | None = None
+    ) -> tuple[list[Tensor], Tensor, Tensor]:
+        """``[H^{(1)}, …, H^{(L)}]`` (channels first) and the masks ``valid``, ``diagonal``
+        (of the batch's ``graphs`` only, when given: see :func:`dense_batch`)."""
+        h, valid, diagonal = dense_batch(batch, x, graphs)
         outs = []
         for block in self.convs:
             h = block(self.dropout(h), valid)
@@ -189,8 +243,14 @@ class PPGN(GraphModel):
         return torch.cat(parts, dim=-1)
 
     def _node_readout(
-        self, batch: Batch, outs: Sequence[Tensor], valid: Tensor, diagonal: Tensor
-    ) -> Tensor:
+        self,
+        batch: Batch,
+        outs: Sequence[Tensor],
+        valid: Tensor,
+        diagonal: Tensor,
+        graphs: Sequence[int] | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """The nodes (of ``graphs``, or all) in batch order and their rows."""
         off = (valid & ~diagonal).unsqueeze(0)
         parts = []
         for h in outs:
@@ -200,21 +260,51 @@ class PPGN(GraphModel):
         device = per_slot.device
         gid = batch.batch.to(device)
         local = torch.arange(batch.num_nodes, device=device) - batch.ptr.to(device)[gid]
-        return per_slot[:, gid, local].T
+        slot = gid
+        if graphs is not None:
+            pos = torch.full((batch.num_graphs,), -1, dtype=torch.long, device=device)
+            pos[torch.as_tensor(list(graphs), dtype=torch.long, device=device)] = torch.arange(
+                len(graphs), device=device
+            )
+            slot = pos[gid]
+        nodes = torch.nonzero(slot >= 0).flatten()
+        return nodes, per_slot[:, slot[nodes], local[nodes]].T
+
+    def _representation(self, batch: Batch, x: Tensor, node: bool) -> Tensor:
+        """Per node (``node``) or per graph, the readout of every layer, computed bucket by
+        bucket (:func:`size_buckets`) and put back in batch order."""
+        sizes = batch.nodes_per_graph.tolist()
+        buckets = size_buckets(sizes) if self.config.buckets else [list(range(len(sizes)))]
+        if len(buckets) <= 1:  # one padded tensor, as before buckets
+            outs, valid, diagonal = self.layer_outputs(batch, x)
+            if node:
+                return self._node_readout(batch, outs, valid, diagonal)[1]
+            return self._graph_readout(outs, valid, diagonal)
+        ids, rows = [], []
+        for graphs in buckets:
+            outs, valid, diagonal = self.layer_outputs(batch, x, graphs)
+            if node:
+                nodes, r = self._node_readout(batch, outs, valid, diagonal, graphs)
+                ids.append(nodes)
+            else:
+                r = self._graph_readout(outs, valid, diagonal)
+                ids.append(torch.as_tensor(graphs, dtype=torch.long, device=r.device))
+            rows.append(r)
+        order = torch.cat(ids)
+        out = torch.cat(rows)
+        return out.index_select(0, torch.argsort(order))
 
     def embed(self, batch: Batch, x: Tensor, **inputs: Any) -> Tensor:
         """Node representations ``(N, 2 · hidden · layers)``."""
-        outs, valid, diagonal = self.layer_outputs(batch, x)
-        return self._node_readout(batch, outs, valid, diagonal)
+        return self._representation(batch, x, node=True)
 
     def forward(self, data: Any, **inputs: Any) -> Tensor:
         batch = as_batch(data)
         x = input_features(batch, self.in_dim, self.dtype)
-        outs, valid, diagonal = self.layer_outputs(batch, x)
-        if self.task == "node":
-            out = self.head(self._node_readout(batch, outs, valid, diagonal))
-        else:
-            out = self.head(self._graph_readout(outs, valid, diagonal))
+        rep = self._representation(batch, x, node=self.task == "node")
+        if self.task == "graph" and self.config.readout_norm:
+            rep = self.readout_norm(rep)
+        out = self.head(rep)
         if self.config.output_activation is not None:
             out = resolve_activation(self.config.output_activation)(out)
         return out
