@@ -606,8 +606,9 @@ def bench(args: argparse.Namespace) -> int:
     elif model.startswith("bank-"):
         name = f"bank-{model[5:].upper()}-k{args.max_size}"
     else:
-        name = model
-        _setup_model(args, model)
+        config = getattr(args, "config", "iso")
+        name = model if config == "iso" else f"{model}.{config}"
+        _setup_model(args, model, config)
     data = datasets.load_brec()
     earlier: tuple[Path, dict[str, Any]] | None = None
     if getattr(args, "append", False):
@@ -658,7 +659,11 @@ def bench(args: argparse.Namespace) -> int:
         elif model.startswith("bank-"):
             res = bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
         else:  # trained pair by pair (CFI pairs take minutes): each saved as it finishes
-            cfg = RPCConfig(epochs=args.epochs)
+            cfg = RPCConfig(
+                epochs=args.epochs,
+                batch_size=getattr(args, "batch_size", 16),
+                config=getattr(args, "config", "iso"),
+            )
             res = rpc_rows(
                 data, model, pairs, seed=args.seed, cfg=cfg, progress=progress,
                 on_pair=lambda partial: save(record_of(partial)),
@@ -682,15 +687,22 @@ def bench(args: argparse.Namespace) -> int:
     return status
 
 
-def _setup_model(args: argparse.Namespace, model: str) -> None:
+def _setup_model(args: argparse.Namespace, model: str, config: str = "iso") -> None:
     import torch
 
-    from runtime.models import model_names
+    from runtime.models import model_names, resolve_config
 
     if model not in model_names():
         raise MatlangError(
             f"matlang bench brec: unknown model {model!r}; choose from 1-wl, 3-wl, bank-L1, "
             "bank-L2, bank-L3, " + ", ".join(model_names())
+        )
+    resolve_config(model, config)  # an unknown configuration is an error before any pair
+    batch_size = getattr(args, "batch_size", 16)
+    if batch_size < 2 or batch_size % 2:
+        raise MatlangError(
+            f"matlang bench brec: --batch-size holds whole pairs: a positive even number, "
+            f"got {batch_size}"
         )
     if args.threads:
         torch.set_num_threads(args.threads)

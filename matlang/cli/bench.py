@@ -177,6 +177,19 @@ def register(sub: Any) -> None:
     brec.add_argument("--seed", type=int, default=0, help="RPC: seed of relabellings and weights")
     brec.add_argument("--epochs", type=int, default=20, help="RPC: epochs per pair (BREC: 20)")
     brec.add_argument(
+        "--config",
+        default="iso",
+        metavar="NAME",
+        help="RPC: the model's named configuration (default iso, the paper's; ppgn also has "
+        "brec, BREC's own PPGN); a row other than iso is saved as MODEL.NAME",
+    )
+    brec.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="RPC: graphs per training batch, two per pair (BREC's script: 16; its PPGN: 32)",
+    )
+    brec.add_argument(
         "--append",
         action="store_true",
         help="add these pairs to the row's result file already there (same settings, new pairs)",

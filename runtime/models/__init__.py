@@ -3,7 +3,8 @@
 ``build_model(name, in_dim, out_dim, config=..., task=...)`` builds one; ``config`` is a named
 configuration (``"iso"``: the paper's isomorphism tests, 3 layers, sum readout and a linear
 layer; ``"count"``: substructure counting, 4 layers, sum readout and two linear layers — both
-around 30K parameters like every model in the paper), a mapping of fields overriding the
+around 30K parameters like every model in the paper; PPGN also has ``"brec"``, the
+configuration BREC published PPGN's row with), a mapping of fields overriding the
 default configuration, or a config object.
 """
 
@@ -96,7 +97,25 @@ MODELS: dict[str, ModelSpec] = {
             "ppgn",
             PPGN,
             "PPGN (3-WL), dense n x n, padded batches",
-            {"iso": _iso(PPGNConfig, hidden=56), "count": _count(PPGNConfig, hidden=38)},
+            {
+                "iso": _iso(PPGNConfig, hidden=56),
+                "count": _count(PPGNConfig, hidden=38),
+                # BREC's PPGN (its configs/BREC.json and Maron et al.'s model): 5 blocks of 32
+                # with biases and no ReLU after m_3, batch norm after each, max readouts of
+                # each block's diagonal and off-diagonal, one linear layer, batch-normalised
+                # outputs
+                "brec": PPGNConfig(
+                    hidden=32,
+                    layers=5,
+                    readout=("max",),
+                    head=(),
+                    bias=True,
+                    m3_relu=False,
+                    norm=True,
+                    norm_momentum=1.0,
+                    output_norm=True,
+                ),
+            },
         ),
         ModelSpec(
             "gnnml1",

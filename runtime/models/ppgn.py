@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from matlang.errors import MatlangError
 from runtime.batch import Batch, as_batch
 from runtime.models.base import GraphModel, ModelConfig, input_features, resolve_activation
 
@@ -129,8 +130,9 @@ class PPGNBlock(nn.Module):
     .. math::
         H^{(l+1)} = m_3\big(\big[\, m_1(H^{(l)}) \circ m_2(H^{(l)}) \,\big|\, H^{(l)} \big]\big)
 
-    ``m_1, m_2, m_3`` are one linear map and ReLU on the channel axis; ``∘`` multiplies the n×n
-    slices channel by channel. With no bias (the default, as in the authors' EXP, counting and
+    ``m_1, m_2, m_3`` are one linear map and ReLU on the channel axis (``m_3`` without the ReLU
+    when ``m3_relu`` is False, as in Maron et al.'s code); ``∘`` multiplies the n×n slices
+    channel by channel. With no bias (the default, as in the authors' EXP, counting and
     filtering scripts) padding stays exactly zero: ``W·0 = 0``, ``relu(0) = 0`` and zero rows
     and columns give zero products. With biases, ``relu(b)`` would fill the padding, so the
     outputs of ``m_1, m_2, m_3`` are multiplied by the validity mask ``M_0 + M_1``.
@@ -140,6 +142,7 @@ class PPGNBlock(nn.Module):
         mid_channels: ``d_mid``.
         out_channels: ``d_out``.
         bias: biases in ``m_1, m_2, m_3``.
+        m3_relu: ReLU after ``m_3``.
 
     Shapes:
         h: ``(in_channels, G, n, n)``; valid: ``(G, n, n)``;
@@ -147,9 +150,15 @@ class PPGNBlock(nn.Module):
     """
 
     def __init__(
-        self, in_channels: int, mid_channels: int, out_channels: int, bias: bool = False
+        self,
+        in_channels: int,
+        mid_channels: int,
+        out_channels: int,
+        bias: bool = False,
+        m3_relu: bool = True,
     ) -> None:
         super().__init__()
+        self.m3_relu = m3_relu
         self.m1 = nn.Linear(in_channels, mid_channels, bias=bias)
         self.m2 = nn.Linear(in_channels, mid_channels, bias=bias)
         self.m3 = nn.Linear(mid_channels + in_channels, out_channels, bias=bias)
@@ -161,8 +170,65 @@ class PPGNBlock(nn.Module):
         if m is not None:
             a, b = a * m, b * m
         prod = torch.matmul(a, b)  # (C, G, n, n) @ (C, G, n, n): n×n products per channel
-        out = torch.relu(channel_map(self.m3, torch.cat([prod, h], 0)))
+        out = channel_map(self.m3, torch.cat([prod, h], 0))
+        if self.m3_relu:
+            out = torch.relu(out)
         return out if m is None else out * m
+
+
+class MaskedBatchNorm(nn.Module):
+    r"""Batch normalisation of every channel of PPGN's n×n tensors over the entries inside
+    the graphs, without affine parameters; padding stays zero.
+
+    In training, every channel is centred and scaled by the mean and (biased) variance of its
+    valid entries over all the given tensors (the size buckets of one batch), so the result
+    does not depend on how a batch is bucketed; the running estimates are updated as
+    :class:`torch.nn.BatchNorm2d` updates them (unbiased variance, ``momentum``). In
+    evaluation, the running estimates are used. On a batch of graphs of one size this is
+    ``BatchNorm2d(channels, affine=False, momentum=momentum)``.
+
+    Args:
+        channels: ``C``.
+        momentum: weight of the newest batch in the running estimates (BREC's PPGN: 1.0).
+        eps: added to the variance.
+
+    Shapes:
+        hs: tensors ``(C, G_i, n_i, n_i)``; valids: ``(G_i, n_i, n_i)``; out: as ``hs``.
+    """
+
+    def __init__(self, channels: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.momentum = momentum
+        self.eps = eps
+        self.register_buffer("running_mean", torch.zeros(channels))
+        self.register_buffer("running_var", torch.ones(channels))
+
+    def forward(self, hs: Sequence[Tensor], valids: Sequence[Tensor]) -> list[Tensor]:
+        masks = [v.unsqueeze(0).to(h.dtype) for h, v in zip(hs, valids)]
+        if self.training:
+            count = sum(float(v.sum()) for v in valids)
+            if count < 2:
+                raise MatlangError(
+                    "PPGN's batch norm (norm=True) needs at least two node pairs in a "
+                    "training batch"
+                )
+            mean = sum((h * m).sum((1, 2, 3)) for h, m in zip(hs, masks)) / count
+            var = (
+                sum(
+                    (((h - mean.view(-1, 1, 1, 1)) * m) ** 2).sum((1, 2, 3))
+                    for h, m in zip(hs, masks)
+                )
+                / count
+            )
+            with torch.no_grad():
+                mom = self.momentum
+                self.running_mean.mul_(1 - mom).add_(mom * mean.detach())
+                self.running_var.mul_(1 - mom).add_(mom * var.detach() * count / (count - 1))
+        else:
+            mean, var = self.running_mean.to(hs[0].dtype), self.running_var.to(hs[0].dtype)
+        scale = torch.rsqrt(var + self.eps).view(-1, 1, 1, 1)
+        shift = mean.view(-1, 1, 1, 1)
+        return [(h - shift) * scale * m for h, m in zip(hs, masks)]
 
 
 @dataclass(frozen=True)
@@ -176,10 +242,26 @@ class PPGNConfig(ModelConfig):
         buckets: pad a batch per size bucket (:func:`size_buckets`); ``False``: every graph
             to the batch's largest (the same numbers up to rounding, ~8-10× slower on TU
             batches; ``benchmarks/ppgn-buckets.md``).
+        m3_relu: ReLU after every block's ``m_3`` (the appendix); Maron et al.'s code, and
+            BREC's PPGN with it, has none there.
+        norm: :class:`MaskedBatchNorm` (no affine parameters) after every block, as BREC's
+            PPGN has.
+        norm_momentum: momentum of those batch norms and of ``output_norm``'s.
+        output_norm: batch normalisation without affine parameters of the head's output
+            (BREC's PPGN: on its 16 outputs, before the cosine loss).
     """
 
     bias: bool = False
     buckets: bool = True
+    m3_relu: bool = True
+    norm: bool = False
+    norm_momentum: float = 0.1
+    output_norm: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 < self.norm_momentum <= 1.0:
+            raise MatlangError(f"norm_momentum must be in (0, 1], got {self.norm_momentum}")
 
 
 class PPGN(GraphModel):
@@ -210,6 +292,20 @@ class PPGN(GraphModel):
     config_class = PPGNConfig
     config: PPGNConfig
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cfg = self.config
+        self.norms = (
+            nn.ModuleList(MaskedBatchNorm(self.width, cfg.norm_momentum) for _ in range(cfg.layers))
+            if cfg.norm
+            else None
+        )
+        self.output_norm = (
+            nn.BatchNorm1d(self.out_dim, affine=False, momentum=cfg.norm_momentum)
+            if cfg.output_norm
+            else None
+        )
+
     @property
     def input_width(self) -> int:
         return 1 + self.in_dim  # A, then diag(X_1), …, diag(X_d)
@@ -219,19 +315,29 @@ class PPGN(GraphModel):
         return 2 * self.config.hidden * self.config.layers  # [diag | off-diagonal] per layer
 
     def layer(self, in_channels: int, out_channels: int) -> nn.Module:
-        return PPGNBlock(in_channels, out_channels, out_channels, bias=self.config.bias)
+        cfg = self.config
+        return PPGNBlock(
+            in_channels, out_channels, out_channels, bias=cfg.bias, m3_relu=cfg.m3_relu
+        )
 
     def layer_outputs(
-        self, batch: Batch, x: Tensor, graphs: Sequence[int] | None = None
-    ) -> tuple[list[Tensor], Tensor, Tensor]:
-        """``[H^{(1)}, …, H^{(L)}]`` (channels first) and the masks ``valid``, ``diagonal``
-        (of the batch's ``graphs`` only, when given: see :func:`dense_batch`)."""
-        h, valid, diagonal = dense_batch(batch, x, graphs)
-        outs = []
-        for block in self.convs:
-            h = block(self.dropout(h), valid)
-            outs.append(h)
-        return outs, valid, diagonal
+        self, batch: Batch, x: Tensor, buckets: Sequence[Sequence[int] | None] = (None,)
+    ) -> list[tuple[list[Tensor], Tensor, Tensor]]:
+        """Per bucket (lists of the batch's graphs, or ``None`` for all of them: see
+        :func:`dense_batch`), ``[H^{(1)}, …, H^{(L)}]`` (channels first) and the masks
+        ``valid``, ``diagonal``. The buckets go through the blocks together, layer by layer,
+        so that ``norm`` sees the whole batch."""
+        dense = [dense_batch(batch, x, graphs) for graphs in buckets]
+        hs = [h for h, _, _ in dense]
+        valids = [valid for _, valid, _ in dense]
+        outs: list[list[Tensor]] = [[] for _ in dense]
+        for i, block in enumerate(self.convs):
+            hs = [block(self.dropout(h), valid) for h, valid in zip(hs, valids)]
+            if self.norms is not None:
+                hs = self.norms[i](hs, valids)
+            for out, h in zip(outs, hs):
+                out.append(h)
+        return [(out, valid, diagonal) for out, (_, valid, diagonal) in zip(outs, dense)]
 
     def _graph_readout(self, outs: Sequence[Tensor], valid: Tensor, diagonal: Tensor) -> Tensor:
         off = valid & ~diagonal
@@ -276,13 +382,12 @@ class PPGN(GraphModel):
         sizes = batch.nodes_per_graph.tolist()
         buckets = size_buckets(sizes) if self.config.buckets else [list(range(len(sizes)))]
         if len(buckets) <= 1:  # one padded tensor, as before buckets
-            outs, valid, diagonal = self.layer_outputs(batch, x)
+            ((outs, valid, diagonal),) = self.layer_outputs(batch, x)
             if node:
                 return self._node_readout(batch, outs, valid, diagonal)[1]
             return self._graph_readout(outs, valid, diagonal)
         ids, rows = [], []
-        for graphs in buckets:
-            outs, valid, diagonal = self.layer_outputs(batch, x, graphs)
+        for graphs, (outs, valid, diagonal) in zip(buckets, self.layer_outputs(batch, x, buckets)):
             if node:
                 nodes, r = self._node_readout(batch, outs, valid, diagonal, graphs)
                 ids.append(nodes)
@@ -305,6 +410,8 @@ class PPGN(GraphModel):
         if self.task == "graph" and self.config.readout_norm:
             rep = self.readout_norm(rep)
         out = self.head(rep)
+        if self.output_norm is not None:
+            out = self.output_norm(out)
         if self.config.output_activation is not None:
             out = resolve_activation(self.config.output_activation)(out)
         return out
