@@ -347,3 +347,29 @@ def test_bench_brec_saves_each_pair_and_resumes(
         {k: v for k, v in r.items() if k not in drop} for r in one["per_pair"]
     ]
     assert resumed["counts"] == one["counts"] and resumed["pairs"] == 3
+
+
+@needs_brec
+def test_bench_brec_ppgn_in_brecs_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--config brec --batch-size 32``: BREC's own PPGN is a row of its own (``ppgn.brec``)
+    with its settings. It separates Basic pair 0 and CFI pair 265, both 3-WL-separable, with
+    T² far above the threshold and reliability T² below it; another batch size cannot be
+    appended to the row, and a bad configuration or an odd batch size is refused up front."""
+    base = ["bench", "brec", "--model", "ppgn", "--json", "--no-progress", "--out", str(tmp_path)]
+    brec_cfg = [*base, "--config", "brec", "--batch-size", "32"]
+    assert main([*brec_cfg, "--pairs", "0,265"]) == 0
+    capsys.readouterr()
+    rec = json.loads((tmp_path / "brec-ppgn.brec.json").read_text())
+    assert rec["model"] == "ppgn.brec" and rec["counts"]["Total"] == 2
+    assert rec["settings"]["config"] == "brec" and rec["settings"]["batch_size"] == 32
+    for row in rec["per_pair"]:
+        assert row["t2"] > 1000 * 72.34 and row["t2_reliability"] < 72.34, row
+    assert main([*base, "--config", "brec", "--pairs", "1", "--append"]) == 1
+    assert "another settings" in capsys.readouterr().err
+    assert main([*base, "--config", "huge", "--pairs", "1"]) == 1
+    assert "has no configuration 'huge'; known: iso, count, brec" in capsys.readouterr().err
+    assert main([*base, "--batch-size", "15", "--pairs", "1"]) == 1
+    assert "--batch-size holds whole pairs" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["brec-ppgn.brec.json"]

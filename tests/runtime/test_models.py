@@ -262,6 +262,81 @@ def test_ppgn_buckets_give_each_graph_its_own_result(task: str) -> None:
     assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.parameters())
 
 
+def test_ppgn_masked_batch_norm_is_batchnorm2d_on_one_size() -> None:
+    """On graphs of one size (BREC's pairs) the block norm is BatchNorm2d without affine
+    parameters: in training (batch statistics, running estimates) and in evaluation."""
+    from runtime.models.ppgn import MaskedBatchNorm
+
+    torch.manual_seed(0)
+    h = torch.randn(4, 3, 5, 5, dtype=torch.float64) * 3 + 1
+    valid = torch.ones(3, 5, 5, dtype=torch.bool)
+    for momentum in (0.1, 1.0):
+        ours = MaskedBatchNorm(4, momentum=momentum).double()
+        ref = torch.nn.BatchNorm2d(4, affine=False, momentum=momentum).double()
+        for _ in range(2):
+            got = ours([h], [valid])[0]
+            want = ref(h.transpose(0, 1)).transpose(0, 1)
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(ours.running_var, ref.running_var, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(ours.running_mean, ref.running_mean, rtol=1e-12, atol=1e-12)
+        ours.eval(), ref.eval()
+        got = ours([h * 2], [valid])[0]
+        torch.testing.assert_close(got, ref(2 * h.transpose(0, 1)).transpose(0, 1))
+
+
+@pytest.mark.parametrize("task", ["graph", "node"])
+def test_ppgn_brec_configuration_does_not_depend_on_buckets(task: str) -> None:
+    """BREC's PPGN (batch norm after every block, no ReLU after m_3, max readouts, output
+    norm) couples the graphs of a batch through the norm's statistics: those are taken over
+    the valid entries of every bucket, so a bucketed batch gives the one-tensor numbers, in
+    training and in evaluation; the padding stays zero; gradients reach every parameter."""
+    from runtime.models.ppgn import dense_batch, size_buckets
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+    graphs = []
+    for n in (40, 5, 22, 18, 33, 7):
+        a = np.triu((rng.random((n, n)) < 0.25).astype(int), 1)
+        graphs.append(from_adjacency(a + a.T))
+    assert len(size_buckets([g.num_nodes for g in graphs])) >= 3
+    cfg = dict(resolve_config("ppgn", "brec").__dict__, hidden=6, layers=3)
+    bucketed = build_model("ppgn", 1, 4, cfg, task=task).double()  # type: ignore[arg-type]
+    whole = build_model("ppgn", 1, 4, {**cfg, "buckets": False}, task=task).double()  # type: ignore[arg-type]
+    whole.load_state_dict(bucketed.state_dict())
+    out = bucketed(graphs)
+    torch.testing.assert_close(out, whole(graphs), rtol=1e-10, atol=1e-10)
+    for name, buf in bucketed.named_buffers():
+        torch.testing.assert_close(buf, dict(whole.named_buffers())[name], rtol=1e-10, atol=1e-10)
+    out.square().sum().backward()
+    assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in bucketed.parameters())
+    bucketed.eval(), whole.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(bucketed(graphs), whole(graphs), rtol=1e-10, atol=1e-10)
+        # the blocks' outputs: zero padding, and signed (no ReLU after m_3)
+        b = as_batch(graphs)
+        x = torch.ones(b.num_nodes, 1, dtype=torch.float64)
+        ((outs, valid, _),) = whole.layer_outputs(b, x)
+        assert all(float(h[:, ~valid].abs().max()) == 0.0 for h in outs)
+        assert all(float(h[:, valid].min()) < 0.0 for h in outs)
+    assert dense_batch(b, x)[0].shape[-1] == 40
+
+
+def test_ppgn_brec_configuration_is_brecs() -> None:
+    """The named configuration holds the numbers of BREC's configs/BREC.json and its model:
+    5 blocks of 32, one linear layer to 16 outputs from every block's diagonal and
+    off-diagonal maxima (2·32·5 inputs), biases; and a bad momentum is refused."""
+    cfg = resolve_config("ppgn", "brec")
+    model = build_model("ppgn", 1, 16, cfg)
+    assert (cfg.layers, cfg.hidden, cfg.readout, cfg.head) == (5, 32, ("max",), ())
+    assert model.head(torch.zeros(1, 2 * 32 * 5)).shape == (1, 16)
+    assert model.norms is not None and len(model.norms) == 5 and model.output_norm is not None
+    # blocks: m1, m2 (in → 32) and m3 (32 + in → 32), all with biases; head 320 → 16
+    blocks = sum((2 * (i * 32 + 32) + (32 + i) * 32 + 32) for i in (2, 32, 32, 32, 32))
+    assert model.num_parameters() == blocks + 320 * 16 + 16
+    with pytest.raises(MatlangError, match="norm_momentum"):
+        build_model("ppgn", 1, 1, {"norm": True, "norm_momentum": 0.0})
+
+
 def _disjoint_union(*graphs: Graph) -> Graph:
     n = sum(g.num_nodes for g in graphs)
     a = np.zeros((n, n), dtype=int)
@@ -555,8 +630,9 @@ def test_models_agree_across_backends(name: str) -> None:
 
 def test_named_configurations_are_about_30k_parameters() -> None:
     for name, spec in MODELS.items():
-        assert set(spec.configs) == {"iso", "count"}
-        for cfg in spec.configs:
+        # the paper's two sizes for every model; PPGN also has BREC's own configuration
+        assert set(spec.configs) == {"iso", "count"} | ({"brec"} if name == "ppgn" else set())
+        for cfg in ("iso", "count"):
             n = build_model(name, 1, 1, cfg).num_parameters()
             assert 25_000 <= n <= 35_000, f"{name}/{cfg}: {n}"
         assert spec.configs["iso"].layers == 3 and spec.configs["count"].layers == 4
@@ -604,7 +680,7 @@ def test_matlang_models_command() -> None:
     rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
     assert {(r["model"], r["config"]) for r in rows} == {
         (m, c) for m in MODELS for c in ("iso", "count")
-    }
+    } | {("ppgn", "brec")}
     for r in rows:
         assert r["parameters"] == build_model(r["model"], 2, 10, r["config"]).num_parameters()
     text = _models_command(["--config", "iso"])
