@@ -63,6 +63,7 @@ class RPCConfig:
     threshold: float = 72.34
     atol: float = 1e-6  # T² of the pair and of the reliability set must not coincide
     config: str = "iso"  # the model's named configuration
+    dtype: str = "float32"  # of the model and the graphs (BREC's: float32)
 
 
 @dataclass
@@ -331,6 +332,7 @@ def rpc_pair(
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     q = cfg.relabellings
+    dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
 
     def graph(m: np.ndarray) -> Any:
         m = m.astype(np.int64)
@@ -350,9 +352,9 @@ def rpc_pair(
         bs = cfg.batch_size
         chunks = [members[i : i + bs] for i in range(0, len(members), bs)]
         gs = [[graph(relabel(bases[k], p)) for k, p in c] for c in chunks]
-        return [(Batch.from_graphs(g, dtype=torch.float32), c) for g, c in zip(gs, chunks)]
+        return [(Batch.from_graphs(g, dtype=dtype), c) for g, c in zip(gs, chunks)]
 
-    model = build_model(model_name, 1, cfg.out_dim, config=cfg.config)
+    model = build_model(model_name, 1, cfg.out_dim, config=cfg.config).to(dtype)
     shared = SharedInputs(model, bases) if share_preprocessing else None
 
     def with_inputs(items: list[tuple[Any, list[Any]]]) -> list[tuple[Any, dict[str, Any]]]:
@@ -413,6 +415,8 @@ def rpc_rows(
     chosen = select_pairs(data, pairs)
     start = time.perf_counter()
     settings = {"seed": seed, **cfg.__dict__}
+    if cfg.dtype == "float32":  # BREC's, and that of every file written before --dtype
+        del settings["dtype"]
     outcomes: list[PairOutcome] = []
     for k in progress(chosen):
         i, j = data.pairs[k]
@@ -607,7 +611,9 @@ def bench(args: argparse.Namespace) -> int:
         name = f"bank-{model[5:].upper()}-k{args.max_size}"
     else:
         config = getattr(args, "config", "iso")
-        name = model if config == "iso" else f"{model}.{config}"
+        dtype = getattr(args, "dtype", "float32")
+        name = model + ("" if config == "iso" else f".{config}")
+        name += "" if dtype == "float32" else f".{dtype}"
         _setup_model(args, model, config)
     data = datasets.load_brec()
     earlier: tuple[Path, dict[str, Any]] | None = None
@@ -663,6 +669,7 @@ def bench(args: argparse.Namespace) -> int:
                 epochs=args.epochs,
                 batch_size=getattr(args, "batch_size", 16),
                 config=getattr(args, "config", "iso"),
+                dtype=getattr(args, "dtype", "float32"),
             )
             res = rpc_rows(
                 data, model, pairs, seed=args.seed, cfg=cfg, progress=progress,

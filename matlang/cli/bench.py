@@ -190,6 +190,13 @@ def register(sub: Any) -> None:
         help="RPC: graphs per training batch, two per pair (BREC's script: 16; its PPGN: 32)",
     )
     brec.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float32",
+        help="RPC: floating point type of the model and the graphs (BREC's: float32); a "
+        "float64 row is saved as MODEL[.NAME].float64",
+    )
+    brec.add_argument(
         "--append",
         action="store_true",
         help="add these pairs to the row's result file already there (same settings, new pairs)",

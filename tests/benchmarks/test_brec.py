@@ -356,7 +356,8 @@ def test_bench_brec_ppgn_in_brecs_configuration(
     """``--config brec --batch-size 32``: BREC's own PPGN is a row of its own (``ppgn.brec``)
     with its settings. It separates Basic pair 0 and CFI pair 265, both 3-WL-separable, with
     T² far above the threshold and reliability T² below it; another batch size cannot be
-    appended to the row, and a bad configuration or an odd batch size is refused up front."""
+    appended to the row, and a bad configuration or an odd batch size is refused up front.
+    ``--dtype float64`` is a row of its own (``ppgn.brec.float64``)."""
     base = ["bench", "brec", "--model", "ppgn", "--json", "--no-progress", "--out", str(tmp_path)]
     brec_cfg = [*base, "--config", "brec", "--batch-size", "32"]
     assert main([*brec_cfg, "--pairs", "0,265"]) == 0
@@ -372,4 +373,16 @@ def test_bench_brec_ppgn_in_brecs_configuration(
     assert "has no configuration 'huge'; known: iso, count, brec" in capsys.readouterr().err
     assert main([*base, "--batch-size", "15", "--pairs", "1"]) == 1
     assert "--batch-size holds whole pairs" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["brec-ppgn.brec.json"]
+    assert "dtype" not in rec["settings"]  # float32, as in every file written before --dtype
+    # CFI pair 317 (3-WL-separable): in float64 BREC's PPGN separates it by a wide margin
+    # (in float32 the difference drowns in rounding: T² ≈ 1 in our run of the whole row)
+    assert main([*brec_cfg, "--dtype", "float64", "--pairs", "317"]) == 0
+    capsys.readouterr()
+    wide = json.loads((tmp_path / "brec-ppgn.brec.float64.json").read_text())
+    assert wide["model"] == "ppgn.brec.float64" and wide["settings"]["dtype"] == "float64"
+    (row,) = wide["per_pair"]
+    assert row["separated"] and row["t2"] > 1e6 and row["t2_reliability"] < 72.34, row
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "brec-ppgn.brec.float64.json",
+        "brec-ppgn.brec.json",
+    ]
