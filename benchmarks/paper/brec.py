@@ -62,7 +62,8 @@ class RPCConfig:
     loss_threshold: float = 0.2
     threshold: float = 72.34
     atol: float = 1e-6  # T² of the pair and of the reliability set must not coincide
-    config: str = "iso"  # the model's named configuration
+    #: the model's named configuration, or a configuration object (benchmarks/paper/brec_ppgn)
+    config: Any = "iso"
     dtype: str = "float32"  # of the model and the graphs (BREC's: float32)
 
 

@@ -196,6 +196,9 @@ class MaskedBatchNorm(nn.Module):
         hs: tensors ``(C, G_i, n_i, n_i)``; valids: ``(G_i, n_i, n_i)``; out: as ``hs``.
     """
 
+    running_mean: Tensor
+    running_var: Tensor
+
     def __init__(self, channels: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
         super().__init__()
         self.momentum = momentum
@@ -212,14 +215,9 @@ class MaskedBatchNorm(nn.Module):
                     "PPGN's batch norm (norm=True) needs at least two node pairs in a "
                     "training batch"
                 )
-            mean = sum((h * m).sum((1, 2, 3)) for h, m in zip(hs, masks)) / count
-            var = (
-                sum(
-                    (((h - mean.view(-1, 1, 1, 1)) * m) ** 2).sum((1, 2, 3))
-                    for h, m in zip(hs, masks)
-                )
-                / count
-            )
+            mean = torch.stack([(h * m).sum((1, 2, 3)) for h, m in zip(hs, masks)]).sum(0) / count
+            centred = [(h - mean.view(-1, 1, 1, 1)) * m for h, m in zip(hs, masks)]
+            var = torch.stack([c.square().sum((1, 2, 3)) for c in centred]).sum(0) / count
             with torch.no_grad():
                 mom = self.momentum
                 self.running_mean.mul_(1 - mom).add_(mom * mean.detach())

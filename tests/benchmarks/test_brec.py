@@ -386,3 +386,28 @@ def test_bench_brec_ppgn_in_brecs_configuration(
         "brec-ppgn.brec.float64.json",
         "brec-ppgn.brec.json",
     ]
+
+
+@needs_brec
+def test_brec_ppgn_ablation_script(tmp_path: Path) -> None:
+    """``python -m benchmarks.paper.brec_ppgn``: RPC per variant and pair beside the 2-FWL
+    round of the pair (pair 265: 18 nodes, round 3, separated by BREC's PPGN with 5 or 3
+    blocks); its files are never overwritten without --force; unknown variants are refused."""
+    from benchmarks.paper import brec_ppgn
+
+    argv = ["--pairs", "265", "--variants", "brec,brec 3 blocks", "--out", str(tmp_path)]
+    assert brec_ppgn.main([*argv, "--no-progress"]) == 0
+    rec = json.loads((tmp_path / "brec-ppgn-ablation.json").read_text())
+    assert rec["fwl_rounds"] == {"265": 3} and rec["variants"]["brec 3 blocks"]["fields"] == {
+        "layers": 3
+    }
+    assert [(r["variant"], r["nodes"], r["separated"]) for r in rec["rows"]] == [
+        ("brec", 18, True),
+        ("brec 3 blocks", 18, True),
+    ]
+    assert all(r["t2"] > 1e6 for r in rec["rows"])
+    assert "| brec 3 blocks | ✓ | 1/1 |" in (tmp_path / "brec-ppgn-ablation.md").read_text()
+    with pytest.raises(MatlangError, match="exists; run with --force"):
+        brec_ppgn.main(argv)
+    with pytest.raises(MatlangError, match="unknown variant"):
+        brec_ppgn.main([*argv, "--force", "--variants", "brec,deeper"])
