@@ -240,19 +240,25 @@ def test_ppgn_size_buckets() -> None:
     assert float(h[1, 0, 0, 0]) == 9.0 and float(h[0, 0].abs().sum()) == 0.0
 
 
+def mixed_sizes(seed: int, density: float) -> list[Graph]:
+    """Random graphs of 5 to 40 nodes in mixed order, which PPGN pads in ≥ 3 size buckets."""
+    from runtime.models.ppgn import size_buckets
+
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for n in (40, 5, 22, 18, 33, 7):
+        a = np.triu((rng.random((n, n)) < density).astype(int), 1)
+        graphs.append(from_adjacency(a + a.T))
+    assert len(size_buckets([g.num_nodes for g in graphs])) >= 3
+    return graphs
+
+
 @pytest.mark.parametrize("task", ["graph", "node"])
 def test_ppgn_buckets_give_each_graph_its_own_result(task: str) -> None:
     """A batch of graphs of 5 to 40 nodes (several buckets, in mixed order) gives every
     graph, and every node, what the graph gives alone; gradients reach every parameter."""
-    from runtime.models.ppgn import size_buckets
-
     torch.manual_seed(0)
-    rng = np.random.default_rng(1)
-    graphs = []
-    for n in (40, 5, 22, 18, 33, 7):
-        a = np.triu((rng.random((n, n)) < 0.2).astype(int), 1)
-        graphs.append(from_adjacency(a + a.T))
-    assert len(size_buckets([g.num_nodes for g in graphs])) >= 3
+    graphs = mixed_sizes(seed=1, density=0.2)
     cfg = {"hidden": 6, "layers": 2, "readout": ("sum", "max"), "bias": True}
     model = build_model("ppgn", 1, 3, cfg, task=task).double()  # type: ignore[arg-type]
     out = model(graphs)
@@ -290,15 +296,10 @@ def test_ppgn_brec_configuration_does_not_depend_on_buckets(task: str) -> None:
     norm) couples the graphs of a batch through the norm's statistics: those are taken over
     the valid entries of every bucket, so a bucketed batch gives the one-tensor numbers, in
     training and in evaluation; the padding stays zero; gradients reach every parameter."""
-    from runtime.models.ppgn import dense_batch, size_buckets
+    from runtime.models.ppgn import dense_batch
 
     torch.manual_seed(0)
-    rng = np.random.default_rng(4)
-    graphs = []
-    for n in (40, 5, 22, 18, 33, 7):
-        a = np.triu((rng.random((n, n)) < 0.25).astype(int), 1)
-        graphs.append(from_adjacency(a + a.T))
-    assert len(size_buckets([g.num_nodes for g in graphs])) >= 3
+    graphs = mixed_sizes(seed=4, density=0.25)
     cfg = dict(resolve_config("ppgn", "brec").__dict__, hidden=6, layers=3)
     bucketed = build_model("ppgn", 1, 4, cfg, task=task).double()  # type: ignore[arg-type]
     whole = build_model("ppgn", 1, 4, {**cfg, "buckets": False}, task=task).double()  # type: ignore[arg-type]
