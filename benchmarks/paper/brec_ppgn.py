@@ -38,6 +38,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "brec no block norm": ("brec", {"norm": False}, "float64"),
     "brec no output norm": ("brec", {"output_norm": False}, "float64"),
     "brec sum readout": ("brec", {"readout": ("sum",)}, "float64"),
+    "brec xavier": ("brec", {"init": "xavier"}, "float64"),
+    "brec xavier float32": ("brec", {"init": "xavier"}, "float32"),
     "appendix": ("iso", {}, "float64"),
     "appendix 5 blocks norms": (
         "iso",

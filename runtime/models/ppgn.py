@@ -247,6 +247,9 @@ class PPGNConfig(ModelConfig):
         norm_momentum: momentum of those batch norms and of ``output_norm``'s.
         output_norm: batch normalisation without affine parameters of the head's output
             (BREC's PPGN: on its 16 outputs, before the cosine loss).
+        init: ``"torch"`` (every linear map as torch initialises it) or ``"xavier"``
+            (Xavier-normal weights and zero biases in the blocks and the head, as Maron et
+            al.'s code and BREC's PPGN initialise them).
     """
 
     bias: bool = False
@@ -255,9 +258,12 @@ class PPGNConfig(ModelConfig):
     norm: bool = False
     norm_momentum: float = 0.1
     output_norm: bool = False
+    init: str = "torch"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.init not in ("torch", "xavier"):
+            raise MatlangError(f"init must be 'torch' or 'xavier', got {self.init!r}")
         if not 0.0 < self.norm_momentum <= 1.0:
             raise MatlangError(f"norm_momentum must be in (0, 1], got {self.norm_momentum}")
 
@@ -303,6 +309,12 @@ class PPGN(GraphModel):
             if cfg.output_norm
             else None
         )
+        if cfg.init == "xavier":
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    nn.init.xavier_normal_(module.weight)
+                    if module.bias is not None:
+                        nn.init.zeros_(module.bias)
 
     @property
     def input_width(self) -> int:

@@ -338,6 +338,27 @@ def test_ppgn_brec_configuration_is_brecs() -> None:
         build_model("ppgn", 1, 1, {"norm": True, "norm_momentum": 0.0})
 
 
+def test_ppgn_xavier_initialisation() -> None:
+    """``init="xavier"``: every linear map of the blocks and the head gets Xavier-normal
+    weights (std √(2 / (fan_in + fan_out))) and zero biases, as BREC's PPGN; others refused."""
+    torch.manual_seed(0)
+    model = build_model(
+        "ppgn", 1, 16, {**resolve_config("ppgn", "brec").__dict__, "init": "xavier"}
+    )
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 3 * 5 + 1
+    for m in linears:
+        assert m.bias is not None and float(m.bias.abs().max()) == 0.0
+        out_f, in_f = m.weight.shape
+        want = (2.0 / (in_f + out_f)) ** 0.5
+        if m.weight.numel() >= 1000:  # the sample std is within a few % of the target
+            assert abs(float(m.weight.std()) / want - 1) < 0.1, (m, float(m.weight.std()), want)
+    default = build_model("ppgn", 1, 16, "brec")
+    assert float(default.convs[1].m1.bias.abs().max()) > 0.0  # torch's own: uniform biases
+    with pytest.raises(MatlangError, match="init must be"):
+        build_model("ppgn", 1, 1, {"init": "kaiming"})
+
+
 def _disjoint_union(*graphs: Graph) -> Graph:
     n = sum(g.num_nodes for g in graphs)
     a = np.zeros((n, n), dtype=int)
