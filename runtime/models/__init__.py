@@ -4,7 +4,8 @@
 configuration (``"iso"``: the paper's isomorphism tests, 3 layers, sum readout and a linear
 layer; ``"count"``: substructure counting, 4 layers, sum readout and two linear layers — both
 around 30K parameters like every model in the paper; PPGN also has ``"brec"``, the
-configuration BREC published PPGN's row with), a mapping of fields overriding the
+architecture BREC published PPGN's row with, and ``"brec-xavier"``, that with BREC's
+initialisation), a mapping of fields overriding the
 default configuration, or a config object.
 """
 
@@ -114,6 +115,19 @@ MODELS: dict[str, ModelSpec] = {
                     norm=True,
                     norm_momentum=1.0,
                     output_norm=True,
+                ),
+                # the same with BREC's initialisation: Xavier-normal weights, zero biases
+                "brec-xavier": PPGNConfig(
+                    hidden=32,
+                    layers=5,
+                    readout=("max",),
+                    head=(),
+                    bias=True,
+                    m3_relu=False,
+                    norm=True,
+                    norm_momentum=1.0,
+                    output_norm=True,
+                    init="xavier",
                 ),
             },
         ),

@@ -370,7 +370,10 @@ def test_bench_brec_ppgn_in_brecs_configuration(
     assert main([*base, "--config", "brec", "--pairs", "1", "--append"]) == 1
     assert "another settings" in capsys.readouterr().err
     assert main([*base, "--config", "huge", "--pairs", "1"]) == 1
-    assert "has no configuration 'huge'; known: iso, count, brec" in capsys.readouterr().err
+    assert (
+        "has no configuration 'huge'; known: iso, count, brec, brec-xavier"
+        in capsys.readouterr().err
+    )
     assert main([*base, "--batch-size", "15", "--pairs", "1"]) == 1
     assert "--batch-size holds whole pairs" in capsys.readouterr().err
     assert "dtype" not in rec["settings"]  # float32, as in every file written before --dtype

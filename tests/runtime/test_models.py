@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import json
@@ -342,9 +343,9 @@ def test_ppgn_xavier_initialisation() -> None:
     """``init="xavier"``: every linear map of the blocks and the head gets Xavier-normal
     weights (std √(2 / (fan_in + fan_out))) and zero biases, as BREC's PPGN; others refused."""
     torch.manual_seed(0)
-    model = build_model(
-        "ppgn", 1, 16, {**resolve_config("ppgn", "brec").__dict__, "init": "xavier"}
-    )
+    model = build_model("ppgn", 1, 16, "brec-xavier")
+    brec = resolve_config("ppgn", "brec")
+    assert resolve_config("ppgn", "brec-xavier") == dataclasses.replace(brec, init="xavier")
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert len(linears) == 3 * 5 + 1
     for m in linears:
@@ -653,7 +654,9 @@ def test_models_agree_across_backends(name: str) -> None:
 def test_named_configurations_are_about_30k_parameters() -> None:
     for name, spec in MODELS.items():
         # the paper's two sizes for every model; PPGN also has BREC's own configuration
-        assert set(spec.configs) == {"iso", "count"} | ({"brec"} if name == "ppgn" else set())
+        assert set(spec.configs) == {"iso", "count"} | (
+            {"brec", "brec-xavier"} if name == "ppgn" else set()
+        )
         for cfg in ("iso", "count"):
             n = build_model(name, 1, 1, cfg).num_parameters()
             assert 25_000 <= n <= 35_000, f"{name}/{cfg}: {n}"
@@ -702,7 +705,7 @@ def test_matlang_models_command() -> None:
     rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
     assert {(r["model"], r["config"]) for r in rows} == {
         (m, c) for m in MODELS for c in ("iso", "count")
-    } | {("ppgn", "brec")}
+    } | {("ppgn", "brec"), ("ppgn", "brec-xavier")}
     for r in rows:
         assert r["parameters"] == build_model(r["model"], 2, 10, r["config"]).num_parameters()
     text = _models_command(["--config", "iso"])
