@@ -54,6 +54,19 @@ def _count(cls: type[ModelConfig], **kw: Any) -> ModelConfig:
     return cls(layers=4, readout=("sum",), head=(32,), **kw)
 
 
+#: BREC's PPGN (configs/BREC.json of GraphPKU/BREC), with torch's initialisation.
+_BREC_PPGN = PPGNConfig(
+    hidden=32,
+    layers=5,
+    readout=("max",),
+    head=(),
+    bias=True,
+    m3_relu=False,
+    norm=True,
+    norm_momentum=1.0,
+    output_norm=True,
+)
+
 #: Every reference model, by name.
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
@@ -104,31 +117,10 @@ MODELS: dict[str, ModelSpec] = {
                 # BREC's PPGN (its configs/BREC.json and Maron et al.'s model): 5 blocks of 32
                 # with biases and no ReLU after m_3, batch norm after each, max readouts of
                 # each block's diagonal and off-diagonal, one linear layer, batch-normalised
-                # outputs
-                "brec": PPGNConfig(
-                    hidden=32,
-                    layers=5,
-                    readout=("max",),
-                    head=(),
-                    bias=True,
-                    m3_relu=False,
-                    norm=True,
-                    norm_momentum=1.0,
-                    output_norm=True,
-                ),
-                # the same with BREC's initialisation: Xavier-normal weights, zero biases
-                "brec-xavier": PPGNConfig(
-                    hidden=32,
-                    layers=5,
-                    readout=("max",),
-                    head=(),
-                    bias=True,
-                    m3_relu=False,
-                    norm=True,
-                    norm_momentum=1.0,
-                    output_norm=True,
-                    init="xavier",
-                ),
+                # outputs; torch's initialisation ...
+                "brec": _BREC_PPGN,
+                # ... and BREC's: Xavier-normal weights, zero biases
+                "brec-xavier": dataclasses.replace(_BREC_PPGN, init="xavier"),
             },
         ),
         ModelSpec(
