@@ -66,6 +66,21 @@ class RPCConfig:
     config: Any = "iso"
     dtype: str = "float32"  # of the model and the graphs (BREC's: float32)
 
+    def __post_init__(self) -> None:
+        if self.batch_size < 2 or self.batch_size % 2:
+            raise MatlangError(
+                f"RPC: --batch-size holds whole pairs: a positive even number, "
+                f"got {self.batch_size}"
+            )
+        if self.dtype not in ("float32", "float64"):
+            raise MatlangError(f"RPC: dtype must be float32 or float64, got {self.dtype!r}")
+
+    def row(self, model: str) -> str:
+        """The row (and result file) name of ``model`` run with these settings: ``MODEL``,
+        ``.CONFIG`` for a named configuration other than ``iso``, ``.float64`` in float64."""
+        name = model if self.config == "iso" else f"{model}.{self.config}"
+        return name if self.dtype == "float32" else f"{name}.{self.dtype}"
+
 
 @dataclass
 class PairOutcome:
@@ -333,7 +348,7 @@ def rpc_pair(
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     q = cfg.relabellings
-    dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
+    dtype = getattr(torch, cfg.dtype)
 
     def graph(m: np.ndarray) -> Any:
         m = m.astype(np.int64)
@@ -611,11 +626,11 @@ def bench(args: argparse.Namespace) -> int:
     elif model.startswith("bank-"):
         name = f"bank-{model[5:].upper()}-k{args.max_size}"
     else:
-        config = getattr(args, "config", "iso")
-        dtype = getattr(args, "dtype", "float32")
-        name = model + ("" if config == "iso" else f".{config}")
-        name += "" if dtype == "float32" else f".{dtype}"
-        _setup_model(args, model, config)
+        rpc = RPCConfig(
+            epochs=args.epochs, batch_size=args.batch_size, config=args.config, dtype=args.dtype
+        )
+        name = rpc.row(model)
+        _setup_model(args, model, rpc.config)
     data = datasets.load_brec()
     earlier: tuple[Path, dict[str, Any]] | None = None
     if getattr(args, "append", False):
@@ -666,14 +681,8 @@ def bench(args: argparse.Namespace) -> int:
         elif model.startswith("bank-"):
             res = bank_rows(data, model[5:], args.max_size, pairs, progress=progress)
         else:  # trained pair by pair (CFI pairs take minutes): each saved as it finishes
-            cfg = RPCConfig(
-                epochs=args.epochs,
-                batch_size=getattr(args, "batch_size", 16),
-                config=getattr(args, "config", "iso"),
-                dtype=getattr(args, "dtype", "float32"),
-            )
             res = rpc_rows(
-                data, model, pairs, seed=args.seed, cfg=cfg, progress=progress,
+                data, model, pairs, seed=args.seed, cfg=rpc, progress=progress,
                 on_pair=lambda partial: save(record_of(partial)),
             )  # fmt: skip
         record = record_of(res)
@@ -706,11 +715,5 @@ def _setup_model(args: argparse.Namespace, model: str, config: str = "iso") -> N
             "bank-L2, bank-L3, " + ", ".join(model_names())
         )
     resolve_config(model, config)  # an unknown configuration is an error before any pair
-    batch_size = getattr(args, "batch_size", 16)
-    if batch_size < 2 or batch_size % 2:
-        raise MatlangError(
-            f"matlang bench brec: --batch-size holds whole pairs: a positive even number, "
-            f"got {batch_size}"
-        )
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -181,7 +181,8 @@ def register(sub: Any) -> None:
         default="iso",
         metavar="NAME",
         help="RPC: the model's named configuration (default iso, the paper's; ppgn also has "
-        "brec, BREC's own PPGN); a row other than iso is saved as MODEL.NAME",
+        "brec and brec-xavier, BREC's own PPGN with torch's or BREC's initialisation); a row "
+        "other than iso is saved as MODEL.NAME",
     )
     brec.add_argument(
         "--batch-size",
