@@ -37,7 +37,13 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from benchmarks.paper.distributed import Group, follow_torchrun, from_environment, launch
+from benchmarks.paper.distributed import (
+    Group,
+    check_device,
+    follow_torchrun,
+    from_environment,
+    launch,
+)
 from benchmarks.paper.train import adam
 from benchmarks.paper.tu_protocols import AUTHORS, PAPER, authors_arch
 from benchmarks.records import APPEND, Parts, check_same_settings
@@ -96,6 +102,9 @@ class TUSettings:
     standardize: bool = False
     #: fields replaced in the model's configuration (``--arch authors``)
     model_options: tuple[tuple[str, Any], ...] = ()
+    #: where the model trains: ``cpu`` or a CUDA device (``--device``); with several
+    #: processes, process ``r`` trains on ``cuda:r``
+    device: str = "cpu"
 
 
 def model_choices() -> list[str]:
@@ -185,12 +194,15 @@ def train_fold(
     """Train ``model`` in place; the test accuracy after every epoch. With a process group,
     each process trains on its shard of every global batch (see
     :mod:`benchmarks.paper.distributed`) and all of them return the same accuracies."""
-    group = group or Group()
+    group = group or Group(device=settings.device)
+    dev = torch.device(group.device)
+    model.to(dev)
     net = group.wrap(model)
     opt = adam(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
     train = list(train_idx)
-    test_batch, test_y = _batch(graphs, test_idx), y[list(test_idx)]
+    y = y.to(dev)
+    test_batch, test_y = _batch(graphs, test_idx).to(dev), y[list(test_idx)]
     accuracies = []
     bar = tqdm(range(settings.epochs), desc=desc, disable=not settings.progress, leave=False)
     for _ in bar:
@@ -201,7 +213,7 @@ def train_fold(
             mine = group.shard(glob)
             opt.zero_grad()
             if mine:
-                logits = net(_batch(graphs, mine))
+                logits = net(_batch(graphs, mine).to(dev))
                 loss = nn.functional.cross_entropy(logits, y[mine], reduction="sum")
             else:  # fewer graphs than processes: take part in the gradient average with 0
                 loss = sum(p.sum() * 0.0 for p in model.parameters())
@@ -374,10 +386,10 @@ def run_tu(
         settings=cfg,
         seeds=None if seeds is None else list(seeds),
     )
-    group = from_environment()  # torchrun started the processes
+    group = from_environment(cfg.device)  # torchrun started the processes
     if group is not None or nproc == 1:
-        return body(group or Group(), on_fold=on_fold)
-    return launch(body, nproc)  # type: ignore[no-any-return]
+        return body(group or Group(device=cfg.device), on_fold=on_fold)
+    return launch(body, nproc, cfg.device)  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- matlang bench
@@ -462,6 +474,7 @@ def bench(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     folds = _folds(args.folds)
     seeds = _seeds(args)
+    device = check_device(getattr(args, "device", "cpu"), args.nproc)
     authors = getattr(args, "protocol", "paper") == "authors"
     protocol = AUTHORS[args.dataset] if authors else PAPER
     arch = (
@@ -477,7 +490,9 @@ def bench(args: argparse.Namespace) -> int:
         degree=protocol.degree,
         standardize=protocol.standardize,
         model_options=tuple(arch.items()),
+        device=device,
     )
+    ran_on = device_label(device, args.nproc)
     config = {
         "protocol": "10-fold (authors' folds), fixed epochs, Adam, cross-entropy; accuracy at the "
         "epoch of highest mean test accuracy over the folds (the paper's, after GIN), and at the "
@@ -524,7 +539,7 @@ def bench(args: argparse.Namespace) -> int:
             "seeds": sorted(set(res.seeds)),
             "per_seed": res.per_seed(),
             "runs": [
-                {"seed": sd, "fold": k, "curve": c, "seconds": round(s, 3)}
+                {"seed": sd, "fold": k, "curve": c, "seconds": round(s, 3), "device": ran_on}
                 for sd, k, c, s in zip(res.seeds, res.folds, res.curves, res.seconds)
             ],
             "config": config,
@@ -545,6 +560,17 @@ def bench(args: argparse.Namespace) -> int:
         return record(res), res.summary()
 
     return out.run(run)
+
+
+def device_label(device: str, nproc: int = 1) -> str:
+    """What a run's ``device`` field says: ``cpu``, or the GPU's name (``NVIDIA H200 (cuda)``;
+    with ``P`` processes, ``P × …``). Runs of a file may differ here: the settings that must
+    agree are the ``config``'s, and a fold's accuracy does not depend on where it trained beyond
+    rounding."""
+    if device == "cpu":
+        return "cpu"
+    name = f"{torch.cuda.get_device_name(torch.device(device))} (cuda)"
+    return name if nproc == 1 else f"{nproc} × {name}"
 
 
 def implied_config(model: str) -> dict[str, Any]:

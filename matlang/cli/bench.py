@@ -145,6 +145,12 @@ def register(sub: Any) -> None:
         "to the 10-fold file (which stays partial until every fold ran)",
     )
     _nproc(tu)
+    tu.add_argument(
+        "--device",
+        default="cpu",
+        help="train on cpu (default), cuda or cuda:K; with --nproc P and cuda, process r on "
+        "cuda:r (nccl). Each run records its device in the result file",
+    )
     tu.set_defaults(func=_protocol("tu"))
 
     from benchmarks.__main__ import add_arguments as perf_arguments

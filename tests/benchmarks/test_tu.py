@@ -369,3 +369,100 @@ def test_authors_arch_on_enzymes_records_what_it_ran(tmp_path) -> None:  # type:
     report = (tmp_path / "report.md").read_text()
     section = report.split("the authors' protocol and architectures")[1]
     assert f"{data['mean_accuracy']:.1f}" in section
+
+
+# --------------------------------------------------------------------------- devices
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+def test_check_device_names_what_cannot_train_here(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks.paper import distributed
+    from matlang.errors import MatlangError
+
+    assert distributed.check_device("cpu") == "cpu" == distributed.check_device("cpu", 4)
+    with pytest.raises(MatlangError, match="cpu, cuda or cuda:K, got 'tpu'"):
+        distributed.check_device("tpu")
+    with pytest.raises(MatlangError, match="cpu, cuda or cuda:K, got 'meta'"):
+        distributed.check_device("meta")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(MatlangError, match="--device cuda: torch sees no CUDA device"):
+        distributed.check_device("cuda")
+    # a machine with one GPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert distributed.check_device("cuda") == "cuda:0" == distributed.check_device("cuda:0")
+    with pytest.raises(MatlangError, match="--device cuda:1: this machine has 1 CUDA device"):
+        distributed.check_device("cuda:1")
+    with pytest.raises(MatlangError, match="one process per GPU .* this machine has 1"):
+        distributed.check_device("cuda", 2)
+    with pytest.raises(MatlangError, match="give --device cuda"):
+        distributed.check_device("cuda:0", 2)
+
+
+def test_backend_follows_the_device_not_the_machine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """CPU processes reduce with gloo also where torch sees GPUs (nccl reduces only CUDA
+    tensors: choosing it by ``torch.cuda.is_available()`` broke CPU training there)."""
+    from benchmarks.paper import distributed
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(distributed.dist, "is_nccl_available", lambda: True)
+    assert distributed._backend("cpu") == "gloo"
+    assert distributed._backend("cuda:1") == "nccl"
+    monkeypatch.setattr(distributed.dist, "is_nccl_available", lambda: False)
+    assert distributed._backend("cuda:0") == "gloo"
+
+
+@pytest.mark.data
+@needs_mutag
+def test_bench_records_each_runs_device(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from matlang.cli import main
+
+    args = ["bench", "tu", "--dataset", "mutag", "--model", "mlp", "--epochs", "1",
+            "--folds", "3", "--out", str(tmp_path), "--no-progress", "--json"]  # fmt: skip
+    assert main([*args, "--device", "cpu"]) == 0
+    data = json.loads((tmp_path / "tu-mutag-mlp.folds3-3.json").read_text())
+    assert [r["device"] for r in data["runs"]] == ["cpu"] and "device" not in data["config"]
+    capsys.readouterr()
+    if not torch.cuda.is_available():  # refused before any data is read or file written
+        assert main([*args, "--device", "cuda"]) == 1
+        assert "torch sees no CUDA device" in capsys.readouterr().err
+    assert main([*args, "--device", "npu"]) == 1
+    assert "--device takes cpu, cuda or cuda:K, got 'npu'" in capsys.readouterr().err
+
+
+@needs_cuda
+@pytest.mark.data
+@needs_mutag
+@pytest.mark.parametrize("model", ["mlp", "gcn", "gat", "gin", "chebnet", "ppgn", "gnnml1",
+                                   "gnnml3", "sentence", "gin+features"])  # fmt: skip
+def test_cuda_trains_what_the_cpu_does(model: str) -> None:
+    """One epoch on fold 2 from the same seed: the weights on the GPU are the CPU's within
+    float32 rounding (TF32 off), and every weight and buffer lives on the GPU."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    settings = TUSettings(epochs=1, batch_size=16, seed=3)
+    _, cpu = train_one_fold(Group(), "mutag", model, 2, settings)
+    gpu_settings = TUSettings(epochs=1, batch_size=16, seed=3, device="cuda:0")
+    _, gpu = train_one_fold(Group(device="cuda:0"), "mutag", model, 2, gpu_settings)
+    assert cpu.keys() == gpu.keys()
+    for k in cpu:
+        assert gpu[k].device.type == "cuda", k
+        torch.testing.assert_close(gpu[k].cpu(), cpu[k], rtol=1e-3, atol=1e-4, msg=k)
+
+
+@needs_cuda
+@pytest.mark.data
+@needs_mutag
+def test_bench_on_cuda_records_the_gpu(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from matlang.cli import main
+
+    code = main(
+        ["bench", "tu", "--dataset", "mutag", "--model", "ppgn", "--epochs", "2", "--folds",
+         "1", "--out", str(tmp_path), "--no-progress", "--json", "--device", "cuda"]
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads((tmp_path / "tu-mutag-ppgn.folds1-1.json").read_text())
+    (run,) = data["runs"]
+    assert run["device"] == f"{torch.cuda.get_device_name(0)} (cuda)" and len(run["curve"]) == 2
+    assert all(18 * a == pytest.approx(round(18 * a)) for a in run["curve"])
