@@ -497,3 +497,19 @@ def test_sentence_biases_before_batch_norm_get_no_gradient() -> None:
         assert grads[k].grad.abs().max() < 1e-12, k
     weights = [g.grad.abs().max() for k, g in grads.items() if k.endswith("weight")]
     assert min(weights) > 1e-6
+
+
+def test_report_names_the_folds_trained_on_a_gpu() -> None:
+    from benchmarks.paper.tu import devices_note
+
+    h100 = "NVIDIA H100 80GB HBM3 (cuda)"
+    runs = [{"fold": k, "device": h100} for k in (2, 3, 5, 10)] + [
+        {"fold": 1},
+        {"fold": 4, "device": "cpu"},
+    ]
+    row = {"model": "ppgn", "dataset": "proteins", "runs": runs}
+    (line,) = [x for x in devices_note([row]) if x]
+    assert line.startswith(
+        f"Trained on a GPU (`--device cuda`): ppgn on PROTEINS, folds 2–3, 5, 10 on {h100};"
+    )
+    assert devices_note([{**row, "runs": runs[4:]}]) == []
