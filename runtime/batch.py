@@ -100,13 +100,20 @@ class Batch:
         return self.ptr[1:] - self.ptr[:-1]
 
     def to(self, device: torch.device | str) -> Batch:
+        """This batch on ``device``: itself where every tensor is there already (as
+        ``Tensor.to``), so training loops may call it on every batch at no cost on the CPU."""
+        dev = torch.device(device)
+        tensors = (self.edge_index, self.batch, self.ptr, self.x, self.edge_weight)
+        if all(t is None or t.device == dev for t in tensors):
+            return self
+
         def mv(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.to(device)
+            return None if t is None else t.to(dev)
 
         return Batch(
-            self.edge_index.to(device),
-            self.batch.to(device),
-            self.ptr.to(device),
+            self.edge_index.to(dev),
+            self.batch.to(dev),
+            self.ptr.to(dev),
             mv(self.x),
             mv(self.edge_weight),
             self.names,

@@ -102,9 +102,6 @@ class TUSettings:
     standardize: bool = False
     #: fields replaced in the model's configuration (``--arch authors``)
     model_options: tuple[tuple[str, Any], ...] = ()
-    #: where the model trains: ``cpu`` or a CUDA device (``--device``); with several
-    #: processes, process ``r`` trains on ``cuda:r``
-    device: str = "cpu"
 
 
 def model_choices() -> list[str]:
@@ -194,7 +191,7 @@ def train_fold(
     """Train ``model`` in place; the test accuracy after every epoch. With a process group,
     each process trains on its shard of every global batch (see
     :mod:`benchmarks.paper.distributed`) and all of them return the same accuracies."""
-    group = group or Group(device=settings.device)
+    group = group or Group()
     dev = torch.device(group.device)
     model.to(dev)
     net = group.wrap(model)
@@ -365,11 +362,14 @@ def run_tu(
     settings: TUSettings | None = None,
     seeds: Sequence[int] | None = None,
     nproc: int = 1,
+    device: str = "cpu",
     on_fold: Callable[[TUResult], None] | None = None,
 ) -> TUResult:
     """Train ``model`` on the given folds of ``dataset`` from each seed (default: the
     settings' one), seed by seed (``nproc`` data-parallel processes; ``on_fold`` sees the
-    (seed, fold) runs done so far, in process 0, only when ``nproc == 1``)."""
+    (seed, fold) runs done so far, in process 0, only when ``nproc == 1``), on ``device``
+    (``cpu`` or a CUDA device as :func:`~benchmarks.paper.distributed.check_device` returns
+    it; with several processes, process ``r`` on ``cuda:r``)."""
     if dataset not in DATASETS:
         raise MatlangError(f"no TU dataset {dataset!r}; known: {', '.join(DATASETS)}")
     if model not in model_choices():
@@ -386,10 +386,10 @@ def run_tu(
         settings=cfg,
         seeds=None if seeds is None else list(seeds),
     )
-    group = from_environment(cfg.device)  # torchrun started the processes
+    group = from_environment(device)  # torchrun started the processes
     if group is not None or nproc == 1:
-        return body(group or Group(device=cfg.device), on_fold=on_fold)
-    return launch(body, nproc, cfg.device)  # type: ignore[no-any-return]
+        return body(group or Group(device=device), on_fold=on_fold)
+    return launch(body, nproc, device)  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- matlang bench
@@ -490,7 +490,6 @@ def bench(args: argparse.Namespace) -> int:
         degree=protocol.degree,
         standardize=protocol.standardize,
         model_options=tuple(arch.items()),
-        device=device,
     )
     ran_on = device_label(device, args.nproc)
     config = {
@@ -554,6 +553,7 @@ def bench(args: argparse.Namespace) -> int:
             settings=settings,
             seeds=seeds,
             nproc=args.nproc,
+            device=device,
             on_fold=lambda partial: save(record(partial)),
         )
         # keys of the record: the printed summary is the saved file's (all folds, --append)

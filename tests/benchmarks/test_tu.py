@@ -438,7 +438,7 @@ def test_bench_records_each_runs_device(tmp_path, capsys) -> None:  # type: igno
 @needs_mutag
 @pytest.mark.parametrize("model", ["mlp", "gcn", "gat", "gin", "chebnet", "ppgn", "gnnml1",
                                    "gnnml3", "sentence", "gin+features"])  # fmt: skip
-def test_cuda_trains_what_the_cpu_does(model: str) -> None:
+def test_cuda_trains_what_the_cpu_does(model: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """One epoch on fold 2 from the same seed: the weights on the GPU are the CPU's within
     float32 rounding (TF32 off), and every weight and buffer lives on the GPU.
 
@@ -446,12 +446,11 @@ def test_cuda_trains_what_the_cpu_does(model: str) -> None:
     training mode, which subtracts it again. Their gradient is 0 up to rounding, and Adam turns
     that rounding into steps of ``lr`` with a sign that differs between devices (seen on an H100:
     ``convs.0.bias`` apart, everything else equal)."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     settings = TUSettings(epochs=1, batch_size=16, seed=3)
     _, cpu = train_one_fold(Group(), "mutag", model, 2, settings)
-    gpu_settings = TUSettings(epochs=1, batch_size=16, seed=3, device="cuda:0")
-    _, gpu = train_one_fold(Group(device="cuda:0"), "mutag", model, 2, gpu_settings)
+    _, gpu = train_one_fold(Group(device="cuda:0"), "mutag", model, 2, settings)
     assert cpu.keys() == gpu.keys()
     for k in cpu:
         assert gpu[k].device.type == "cuda", k

@@ -123,3 +123,6 @@ def test_to_device_keeps_everything() -> None:
     b = as_batch(["K4", "C5"])
     c = b.to("cpu")
     assert torch.equal(c.edge_index, b.edge_index) and c.names == b.names
+    assert c is b  # nothing to move: the batch itself, as Tensor.to
+    d = b.to("meta")  # a real move: a new batch, every tensor on the device
+    assert d is not b and d.edge_index.device.type == "meta" and d.ptr.device.type == "meta"
