@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from compiler.lower import lower
-from compiler.plan import Plan, render
+from matlang.compiler.lower import lower
+from matlang.compiler.plan import Plan, render
+
 from matlang import ast
 from matlang.errors import CompileError, MatlangError
 from matlang.parser import as_program
 
 if TYPE_CHECKING:  # torch is imported when a module is built, not with `import matlang`
     import torch
+    from matlang.compiler.module import CompiledModule
     from torch import Tensor
-
-    from compiler.module import CompiledModule
 
 
 def _dtype(dtype: Any) -> torch.dtype:
@@ -67,8 +67,8 @@ def compile(  # noqa: A001 - the public name the design asks for
         a :class:`~compiler.module.CompiledModule`; call it on a ``runtime.batch.Batch``, a list
         of graphs, or a PyG ``Data``/``Batch``.
     """
-    from compiler.module import CompiledModule
-    from runtime import sparse
+    from matlang.compiler.module import CompiledModule
+    from matlang.runtime import sparse
 
     if backend is not None:
         sparse.resolve_backend(backend)
@@ -106,7 +106,7 @@ def explain(
 ) -> str:
     """The plan of ``source`` (sentences, or a :class:`Plan` already lowered) and its cost model
     for numbers of ``dtype_bytes`` bytes, as text (what ``matlang compile --explain`` prints)."""
-    from compiler.cost import describe
+    from matlang.compiler.cost import describe
 
     plan = (
         source
@@ -132,7 +132,7 @@ def materialise(
     ``matrix`` may be a module already compiled from a matrix sentence (a target that
     materialises the same supports on every batch compiles them once); ``inputs`` binds declared
     input vectors by name (else the batch's feature columns are read)."""
-    from compiler.module import CompiledModule
+    from matlang.compiler.module import CompiledModule
 
     if isinstance(matrix, CompiledModule):
         model = matrix

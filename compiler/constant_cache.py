@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from compiler.constants import ConstantStage, Graphs
-from compiler.plan import EDGE, GRAPH, NODE
-from runtime.graphblas import Mask, is_iso
-from runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
+from matlang.compiler.constants import ConstantStage, Graphs
+from matlang.compiler.plan import EDGE, GRAPH, NODE
+from matlang.runtime.graphblas import Mask, is_iso
+from matlang.runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
 
 #: The transform's name in cache keys.
 TRANSFORM = "compiled.constants"

@@ -23,11 +23,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
+from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
-from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.errors import EvaluationError, MatlangError
 from matlang.functions import numeric, polynomial_degree
-from runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
@@ -460,11 +460,11 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
     array (int64 or float64); one value per graph (a list) unless one graph was given.
     """
     import torch
+    from matlang.compiler.lower import lower
+    from matlang.runtime.batch import as_batch
+    from matlang.runtime.masks import prepared_edges
 
-    from compiler.lower import lower
     from matlang.parser import as_program
-    from runtime.batch import as_batch
-    from runtime.masks import prepared_edges
 
     program = as_program(expr)
     if len(program.sentences) != 1:

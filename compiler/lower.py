@@ -28,9 +28,8 @@ from fractions import Fraction
 from typing import Any
 
 import sympy as sp
-
-from compiler import support as sup
-from compiler.plan import (
+from matlang.compiler import support as sup
+from matlang.compiler.plan import (
     FunctionSpec,
     MaskInfo,
     Output,
@@ -38,12 +37,13 @@ from compiler.plan import (
     Plan,
     PlanBuilder,
 )
-from compiler.support import (
+from matlang.compiler.support import (
     FullMaskError,
     Support,
     SupportInference,
     function_facts,
 )
+
 from matlang import ast, limits
 from matlang.algebra import Coeff, is_outer, is_symmetric, product_factors, transposed
 from matlang.errors import CompileError, SourceError

@@ -20,24 +20,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import Tensor, nn
-
-from compiler.constant_cache import CachedStage, run_stage
-from compiler.constants import ConstantStage, graphs_of, to_torch
-from compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
-from matlang.errors import EvaluationError, GraphError, MatlangError
-from matlang.functions import numeric
-from runtime import sparse
-from runtime.batch import Batch, as_batch
-from runtime.masks import (
+from matlang.compiler.constant_cache import CachedStage, run_stage
+from matlang.compiler.constants import ConstantStage, graphs_of, to_torch
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.masks import (
     compose_masks,
     full_mask,
     lookup,
     prepared_edges,
     union_masks,
 )
-from runtime.operators import Operator
-from runtime.preprocess import PreprocessCache
+from matlang.runtime.operators import Operator
+from matlang.runtime.preprocess import PreprocessCache
+from torch import Tensor, nn
+
+from matlang.errors import EvaluationError, GraphError, MatlangError
+from matlang.functions import numeric
 
 #: Mask ops whose result is sorted row-major without repeats.
 _ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 
 import torch
+from matlang.runtime.datasets import load_tu
+from matlang.runtime.pyg import pyg_dataset
 from torch_geometric.loader import DataLoader
 from torch_geometric.nn import GIN, global_add_pool
 
 from matlang.transforms import SentenceFeatures
-from runtime.datasets import load_tu
-from runtime.pyg import pyg_dataset
 
 
 def main(argv: list[str] | None = None) -> float:

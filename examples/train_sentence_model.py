@@ -16,10 +16,9 @@ from __future__ import annotations
 import argparse
 
 import torch
-
-from compiler.layers.model import SentenceGNN
-from runtime.batch import Batch
-from runtime.datasets import load_tu
+from matlang.compiler.layers.model import SentenceGNN
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import load_tu
 
 
 def main(argv: list[str] | None = None) -> float:

@@ -12,9 +12,11 @@ This module is the front door: its names load their modules on first use (PEP 56
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __version__ = "0.1.0"
 
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from matlang.errors import MatlangError
     from matlang.parser import parse, parse_program
     from matlang.printer import to_latex, to_text
+
+#: The submodules a user reaches from here (each loads on first use).
+_SUBMODULES = ["nn", "transforms", "data", "models", "errors", "graphs"]
 
 #: Public name → the module that defines it.
 _LAZY = {
@@ -56,7 +61,13 @@ def _lazy_getattr(
     return __getattr__
 
 
-__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
+_lazy_names = _lazy_getattr(__name__, _LAZY, globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # matlang.nn etc. without an import statement, as numpy.linalg
+        return import_module(f"{__name__}.{name}")
+    return _lazy_names(name)
 
 
 #: Above this many nodes, a graph given in a sparse form is evaluated on GraphBLAS.
@@ -67,11 +78,11 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
     """The exact value of a sentence on a graph or a list of graphs (see
     :func:`matlang.evaluator.evaluate`).
 
-    ``sparse=True`` computes it on GraphBLAS (:func:`compiler.constants.evaluate_sparse`): the
+    ``sparse=True`` computes it on GraphBLAS (:func:`matlang.compiler.constants.evaluate_sparse`): the
     same exact integers and Fractions for sentences without node inputs, on graphs too large
     for a dense n×n matrix (a matrix value comes back as a scipy CSR array). ``None`` (default)
     chooses GraphBLAS for a scipy sparse adjacency, a PyG ``Data``/``Batch`` or a
-    ``runtime.batch.Batch`` of more than :data:`DENSE_LIMIT` nodes."""
+    ``matlang.runtime.batch.Batch`` of more than :data:`DENSE_LIMIT` nodes."""
     if sparse is None:
         sparse = _large_sparse(graph)
     if sparse:
@@ -82,7 +93,7 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
                 "the sparse evaluator computes exact values of sentences without inputs; "
                 "pass sparse=False for inputs or exact=False"
             )
-        from compiler.constants import evaluate_sparse
+        from matlang.compiler.constants import evaluate_sparse
 
         return evaluate_sparse(expr, graph)
     from matlang.evaluator import evaluate as _evaluate
@@ -103,24 +114,33 @@ def _large_sparse(graph: Any) -> bool:
 def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = False) -> Analysis:
     """Which fragment (L1/L2/L3) and WL level a sentence needs, why, and a witness pair (see
     :func:`matlang.analysis.classify`). ``datasets`` also searches the data folder's pairs
-    (graph8c, EXP, sr25; :func:`runtime.datasets.witness_classes`)."""
+    (graph8c, EXP, sr25; :func:`matlang.runtime.datasets.witness_classes`)."""
     from matlang.analysis import classify as _classify
 
     library = None
     if witness and datasets:
+        from matlang.runtime.datasets import witness_classes
         from matlang.witness import WitnessLibrary
-        from runtime.datasets import witness_classes
 
         library = WitnessLibrary.default(witness_classes())
     return _classify(sentence, witness=witness, library=library)
 
 
-def compile(source: Any, **kwargs: Any) -> Any:  # noqa: A001 - the name the design asks for
-    """A sentence (or several) as a trainable ``torch.nn.Module`` on batches of sparse graphs
-    (see :func:`compiler.api.compile`; torch is imported here, not with ``import matlang``)."""
-    from compiler.api import compile as _compile
+if TYPE_CHECKING:
+    from matlang.compiler.api import compile
+else:
 
-    return _compile(source, **kwargs)
+    def compile(source, **kwargs):  # noqa: A001 - the name the design asks for
+        """A sentence (or several) as a trainable ``torch.nn.Module`` on batches of sparse
+        graphs (see :func:`matlang.compiler.api.compile`, whose signature type checkers see;
+        torch is imported here, not with ``import matlang``)."""
+        from matlang.compiler.api import compile as _compile
+
+        return _compile(source, **kwargs)
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *_SUBMODULES, "__version__"})
 
 
 __all__ = [

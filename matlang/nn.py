@@ -4,24 +4,35 @@
 >>> conv = SentenceConv(7, 32, ["A", "A ⊙ A²", "input h; relu(A h) ⊙ (A² h)"])
 >>> h = conv(x, edge_index, batch)        # (N, 32)
 
-The layers live in :mod:`compiler.layers` (this front door imports them, and torch, on first
-use): :class:`~compiler.layers.conv.SentenceConv` (operator sentences as supports ``Σ C_s X W_s``,
-node sentences per channel) and :class:`~compiler.layers.readout.SentenceReadout` (graph-level
-sentences as graph features).
+The layers live in :mod:`matlang.compiler.layers` (this front door imports them, and torch, on first
+use): :class:`~matlang.compiler.layers.conv.SentenceConv` (operator sentences as supports ``Σ C_s X W_s``,
+node sentences per channel) and :class:`~matlang.compiler.layers.readout.SentenceReadout` (graph-level
+sentences as graph features) and :class:`~matlang.compiler.layers.model.SentenceGNN` (a whole
+model of sentence convolutions).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from matlang import _lazy_getattr
 
 #: Public name → the module that defines it.
 _LAZY = {
-    "SentenceConv": "compiler.layers.conv",
-    "SentenceReadout": "compiler.layers.readout",
+    "SentenceConv": "matlang.compiler.layers.conv",
+    "SentenceReadout": "matlang.compiler.layers.readout",
+    "SentenceGNN": "matlang.compiler.layers.model",
 }
+
+if TYPE_CHECKING:
+    pass
 
 
 __getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = list(_LAZY)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

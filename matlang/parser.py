@@ -18,7 +18,6 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from grammars import GRAMMAR_PATH
 from matlang import ast, limits
 from matlang.errors import (
     ArityError,
@@ -32,6 +31,7 @@ from matlang.errors import (
     UnknownNameError,
 )
 from matlang.functions import BUILTINS, RESERVED, Function, define, unsupported_call
+from matlang.grammars import GRAMMAR_PATH
 from matlang.shapes import COLUMN, MATRIX
 from matlang.syntax_errors import syntax_error
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.sparse import is_coalesced, row_pointers
 
 from matlang.errors import GraphError
 from matlang.graphs import (
@@ -25,7 +26,6 @@ from matlang.graphs import (
     node_features,
     pyg_layout,
 )
-from runtime.sparse import is_coalesced, row_pointers
 
 _MEMO_ATTRIBUTE = "_matlang_batch_memo"
 

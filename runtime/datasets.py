@@ -1,7 +1,8 @@
-"""Loaders for the benchmark datasets of the paper (see ``../shared/data/README.md``).
+"""Loaders for the benchmark datasets of the paper (see ``data/README.md``).
 
-The data folder is ``$MATLANG_DATA`` when set, else ``../shared/data`` next to the working
-directory or next to the repository. Every loader validates what it reads and raises
+The data folder is ``$MATLANG_DATA`` when set, else the datasets that ship with matlang: the
+repository's ``data/`` folder (a source checkout or an editable install), or the copy inside an
+installed wheel (``matlang._data``). ``matlang data path`` prints the folder in use. Every loader validates what it reads and raises
 :class:`~matlang.errors.DataError` naming the file (and graph) when something is malformed.
 Graphs come back as :class:`~matlang.graphs.Graph`; datasets with labels or splits come back as
 small frozen dataclasses holding the graphs and numpy arrays.
@@ -30,12 +31,15 @@ ENV_VAR = "MATLANG_DATA"
 
 
 def _candidates() -> list[Path]:
-    repo = Path(__file__).resolve().parent.parent
-    return [Path.cwd().parent / "shared" / "data", repo.parent / "shared" / "data"]
+    """Where the shipped datasets live: ``data/`` beside the package folders of a checkout
+    (``runtime/`` is installed as ``matlang.runtime``, so its parent is the repository), then the
+    wheel's copy ``matlang/_data``."""
+    here = Path(__file__).resolve().parent
+    return [here.parent / "data", here.parent / "_data"]
 
 
 def data_root() -> Path:
-    """The data folder: ``$MATLANG_DATA``, else ``../shared/data`` (from the cwd or the repo)."""
+    """The data folder: ``$MATLANG_DATA``, else the datasets shipped with matlang."""
     env = os.environ.get(ENV_VAR)
     if env:
         root = Path(env).expanduser()
@@ -43,7 +47,7 @@ def data_root() -> Path:
             raise DataError(f"{ENV_VAR}={env!r} is not a folder")
         return root
     for root in _candidates():
-        if root.is_dir():
+        if (root / "README.md").is_file():
             return root.resolve()
     looked = ", ".join(str(p) for p in _candidates())
     raise DataError(
@@ -627,8 +631,8 @@ def witness_classes() -> tuple[PairClass, ...]:
 
 @lru_cache(maxsize=4)
 def _witness_classes(root: str) -> tuple[PairClass, ...]:
-    from runtime import datasets
-    from runtime.wl import classes, pair_equivalence
+    from matlang.runtime import datasets
+    from matlang.runtime.wl import classes, pair_equivalence
 
     out: list[PairClass] = []
     if datasets.data_available("graph8c"):

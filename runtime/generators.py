@@ -20,10 +20,10 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
+from matlang.runtime.datasets import CountingData
 
 from matlang.errors import GraphError
 from matlang.graphs import Graph, as_graph
-from runtime.datasets import CountingData
 
 Seed = int | np.random.Generator | None
 
@@ -233,7 +233,7 @@ def cospectral_regular_pairs(
     so keep n modest (≤ 30). Use d ≥ 4: random cubic graphs almost never have a 4-node
     switching set whose switch is non-isomorphic.
     """
-    from runtime.wl import equivalent
+    from matlang.runtime.wl import equivalent
 
     rng = _rng(seed)
     pairs: list[tuple[Graph, Graph]] = []

@@ -5,11 +5,11 @@ masked matrix at other entries, and preparing a batch's edges. Pure torch."""
 from __future__ import annotations
 
 import torch
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from matlang.errors import GraphError
-from runtime import sparse
-from runtime.batch import Batch
 
 
 def keys(index: Tensor, n: int) -> Tensor:

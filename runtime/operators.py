@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from matlang.runtime.sparse import csr_matrix
 from torch import Tensor
-
-from runtime.sparse import csr_matrix
 
 
 class Operator:

@@ -41,13 +41,9 @@ from typing import Any, Literal, NamedTuple, TypeVar
 import numpy as np
 import scipy.sparse as sp
 import torch
-from torch import Tensor
-
-from matlang.errors import GraphError, MatlangError
-from matlang.graphs import Graph
-from runtime import spectral
-from runtime.batch import Batch
-from runtime.local_graphs import (  # noqa: F401 - re-exported
+from matlang.runtime import spectral
+from matlang.runtime.batch import Batch
+from matlang.runtime.local_graphs import (  # noqa: F401 - re-exported
     LocalGraph,
     _batch_edges,
     _BatchEdges,
@@ -56,6 +52,10 @@ from runtime.local_graphs import (  # noqa: F401 - re-exported
     graph_fingerprints,
     split_batch,
 )
+from torch import Tensor
+
+from matlang.errors import GraphError, MatlangError
+from matlang.graphs import Graph
 
 #: The matrix whose spectrum is taken: ``I - D^{-1/2} A D^{-1/2}`` (isolated nodes: 1 on the
 #: diagonal), ``D - A``, or ``A``.

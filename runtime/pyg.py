@@ -1,7 +1,7 @@
 """The project's datasets as PyG data (PyG is imported here, on use, and only here).
 
->>> from runtime.datasets import load_tu
->>> from runtime.pyg import to_pyg, pyg_dataset
+>>> from matlang.runtime.datasets import load_tu
+>>> from matlang.runtime.pyg import to_pyg, pyg_dataset
 >>> data_list = to_pyg(load_tu("mutag"))          # list of torch_geometric.data.Data
 >>> dataset = pyg_dataset(load_tu("mutag"))       # an InMemoryDataset (transforms, slicing)
 

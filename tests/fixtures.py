@@ -17,7 +17,7 @@ from matlang.graphs import Graph, from_adjacency, named
 from matlang.shapes import COLUMN, MATRIX, ROW, SCALAR, Shape
 
 if TYPE_CHECKING:
-    from runtime.datasets import CountingData
+    from matlang.runtime.datasets import CountingData
 
 P = pytest.param
 
@@ -28,7 +28,7 @@ PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", 
 
 def backends() -> list[Any]:
     """Both sparse backends as test parameters; torch_sparse is skipped where not installed."""
-    from runtime import sparse
+    from matlang.runtime import sparse
 
     return [
         P(b, marks=pytest.mark.skipif(
@@ -51,7 +51,7 @@ def with_isolated(g: Graph, extra: int) -> Graph:
 def graph_set() -> list[Graph]:
     """The paper's graphs and random graphs with isolated nodes, of mixed sizes."""
     gs = [named(n) for n in PAPER]
-    from runtime.generators import erdos_renyi
+    from matlang.runtime.generators import erdos_renyi
 
     gs += [with_isolated(erdos_renyi(n, p, seed=s), k) for n, p, s, k in
            [(5, 0.6, 1, 2), (9, 0.35, 2, 3), (3, 1.0, 3, 1), (12, 0.25, 4, 0)]]
@@ -71,8 +71,8 @@ def counting_data(
 ) -> CountingData:
     """A small counting dataset (``runtime.datasets.CountingData``): ``n_graphs`` Erdős–Rényi
     graphs on ``nodes`` nodes, split in thirds (train, validation, test), with ``labels``."""
-    from runtime.datasets import CountingData
-    from runtime.generators import erdos_renyi
+    from matlang.runtime.datasets import CountingData
+    from matlang.runtime.generators import erdos_renyi
 
     graphs = [erdos_renyi(nodes, p, seed=k, name=f"er{k}") for k in range(n_graphs)]
     idx = np.arange(n_graphs)

@@ -2,6 +2,10 @@
 
     grammars ← matlang (language, meaning, analysis) ← runtime ← compiler ← benchmarks
 
+The folders are installed under one name: ``grammars/`` as ``matlang.grammars``, ``runtime/``
+as ``matlang.runtime``, ``compiler/`` as ``matlang.compiler`` (``benchmarks`` is a distribution
+of its own); an import's layer is the folder its installed name comes from.
+
 A package imports only packages to its left; only the front door (``matlang/__init__.py`` and
 ``matlang/cli/``) may import upward, and only inside functions (lazily), so that
 ``import matlang`` and the light commands never load torch or the experiments."""
@@ -18,13 +22,46 @@ ORDER = ["grammars", "matlang", "runtime", "compiler", "benchmarks"]
 RANK = {p: i for i, p in enumerate(ORDER)}
 
 
+#: Installed package → the folder (layer) it is built from.
+INSTALLED = {
+    "matlang.grammars": "grammars",
+    "matlang.runtime": "runtime",
+    "matlang.compiler": "compiler",
+    "matlang": "matlang",
+    "benchmarks": "benchmarks",
+}
+
+
 def _package(path: Path) -> str:
     return path.relative_to(ROOT).parts[0]
 
 
+def _layer(module: str) -> str | None:
+    """The folder an imported module name comes from (None: not a project module)."""
+    for name, folder in INSTALLED.items():
+        if module == name or module.startswith(name + "."):
+            return folder
+    return None
+
+
+def _module_name(path: Path) -> str:
+    """The installed module name of a source file (``compiler/x.py`` → ``matlang.compiler.x``)."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    if parts[0] in ("grammars", "runtime", "compiler"):
+        parts = ("matlang", *parts)
+    return ".".join(parts)
+
+
 #: The front door's files besides the package and its CLI: names for models (``matlang.nn``,
 #: ``matlang.transforms``) whose implementations live in ``compiler/layers``.
-FRONT_DOOR_MODULES = {"matlang/__init__.py", "matlang/nn.py", "matlang/transforms.py"}
+FRONT_DOOR_MODULES = {
+    "matlang/__init__.py",
+    "matlang/nn.py",
+    "matlang/transforms.py",
+    "matlang/data.py",
+    "matlang/models.py",
+}
 
 
 def _is_front_door(path: Path) -> bool:
@@ -42,10 +79,14 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
             inner = top and not isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
             )
+            if isinstance(child, ast.If) and ast.unparse(child.test) == "TYPE_CHECKING":
+                inner = False  # read by type checkers only, never imported at run time
             if isinstance(child, ast.Import):
-                out.extend((a.name.split(".")[0], child.lineno, top) for a in child.names)
+                out.extend((_layer(a.name), child.lineno, top) for a in child.names)
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-                out.append((child.module.split(".")[0], child.lineno, top))
+                # ``from matlang import compiler`` imports the compiler layer
+                found = [_layer(f"{child.module}.{a.name}") for a in child.names]
+                out.extend((f, child.lineno, top) for f in found)
             visit(child, inner)
 
     visit(tree, True)
@@ -90,9 +131,7 @@ def _module_graph() -> dict[str, set[str]]:
     points at the module ``p.m`` when there is one, else at ``p``."""
     names: dict[str, Path] = {}
     for path in _sources():
-        rel = path.relative_to(ROOT).with_suffix("")
-        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-        names[".".join(parts)] = path
+        names[_module_name(path)] = path
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
         deps: set[str] = set()

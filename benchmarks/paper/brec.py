@@ -156,7 +156,7 @@ def wl_rows(
     data: Any, test: str, pairs: Sequence[int] | None = None, progress: Progress = _identity
 ) -> BrecResult:
     """``1-wl`` or ``3-wl`` on the chosen pairs: separated when stable histograms differ."""
-    from runtime.wl import normalize_test, pair_equivalence
+    from matlang.runtime.wl import normalize_test, pair_equivalence
 
     kind = normalize_test(test)
     chosen = select_pairs(data, pairs)
@@ -260,8 +260,7 @@ def relabel_supports(sup: Any, perm: np.ndarray) -> Any:
     matrix functions of the graph, so this is what recomputing them on the relabelled graph
     gives, without the eigendecomposition (equal up to rounding; tests check it)."""
     import torch
-
-    from runtime.preprocess import Supports
+    from matlang.runtime.preprocess import Supports
 
     n = len(perm)
     inv = np.empty(n, dtype=np.int64)
@@ -282,10 +281,11 @@ class SharedInputs:
     Models without per-graph preprocessing get no inputs."""
 
     def __init__(self, model: Any, bases: Sequence[np.ndarray]) -> None:
+        from matlang.runtime.models.chebnet import ChebNet
+        from matlang.runtime.models.gnnml3 import GNNML3
+        from matlang.runtime.preprocess import gnnml3_supports, lambda_max
+
         from matlang.graphs import Graph
-        from runtime.models.chebnet import ChebNet
-        from runtime.models.gnnml3 import GNNML3
-        from runtime.preprocess import gnnml3_supports, lambda_max
 
         self.kind: str | None = None
         self.values: list[Any] = []
@@ -301,8 +301,7 @@ class SharedInputs:
     def batch_inputs(self, members: Sequence[tuple[int, np.ndarray]]) -> dict[str, Any]:
         """The inputs of a batch whose graphs are ``(base, perm)`` relabellings, in order."""
         import torch
-
-        from runtime.preprocess import Supports
+        from matlang.runtime.preprocess import Supports
 
         if self.kind == "lambda_max":
             lam = [self.values[base] for base, _ in members]
@@ -339,11 +338,11 @@ def rpc_pair(
     than recomputed on each of the 128; False recomputes (the reference the tests compare to).
     """
     import torch
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.models import build_model
 
     from benchmarks.paper.train import adam
     from matlang.graphs import Graph
-    from runtime.batch import Batch
-    from runtime.models import build_model
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -606,11 +605,11 @@ def bench(args: argparse.Namespace) -> int:
     """``matlang bench brec``: one row of the BREC table, its result file and summary."""
     import sys
 
+    from matlang.runtime import datasets
+    from matlang.runtime.wl import normalize_test
     from tqdm import tqdm
 
     from benchmarks.records import ResultFile
-    from runtime import datasets
-    from runtime.wl import normalize_test
 
     model = args.model
     pairs = parse_pairs(args.pairs)
@@ -706,8 +705,7 @@ def bench(args: argparse.Namespace) -> int:
 
 def _setup_model(args: argparse.Namespace, model: str, config: str = "iso") -> None:
     import torch
-
-    from runtime.models import model_names, resolve_config
+    from matlang.runtime.models import model_names, resolve_config
 
     if model not in model_names():
         raise MatlangError(

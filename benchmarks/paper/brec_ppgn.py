@@ -52,8 +52,8 @@ DEFAULT_PAIRS = "265,278,272,291,317,297,271,281,294,277"
 
 
 def run(pairs: list[int], variants: list[str], progress: bool = True) -> dict[str, Any]:
-    from runtime import datasets
-    from runtime.models import resolve_config
+    from matlang.runtime import datasets
+    from matlang.runtime.models import resolve_config
 
     data = datasets.load_brec()
     rounds = {

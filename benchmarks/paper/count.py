@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.datasets import CountingData
+from matlang.runtime.preprocess import PreprocessCache
 from torch import nn
 from tqdm import tqdm
 
@@ -37,8 +39,6 @@ from benchmarks.paper.train import (
     squared_error,
 )
 from matlang.errors import DataError, MatlangError
-from runtime.datasets import CountingData
-from runtime.preprocess import PreprocessCache
 
 #: Counting targets as sentences (the authors' ``GraphCountDataset`` formulas, paper App. B).
 COUNT_SENTENCES: dict[str, str] = {
@@ -348,10 +348,11 @@ def _in_group(group: Group, **kwargs: Any) -> Any:
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench count``: train every seed, save each as it finishes, print the summary."""
+    from matlang.runtime import datasets
+    from matlang.runtime.generators import paperlike_random
+
     from benchmarks.paper.common import runs_record, start, train_config, train_record, variant
     from benchmarks.records import ResultFile, result_name
-    from runtime import datasets
-    from runtime.generators import paperlike_random
 
     protocol = PROTOCOLS[args.protocol]
     for key in ("epochs", "batch_size", "stop_below"):  # the protocol's, unless given

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.preprocess import PreprocessCache
 
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
@@ -31,7 +32,6 @@ from benchmarks.paper.train import (
     run_seeds,
 )
 from matlang.graphs import Graph
-from runtime.preprocess import PreprocessCache
 
 
 @dataclass
@@ -106,9 +106,10 @@ def _in_group(group: Group, **kwargs: Any) -> Any:
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench exp-classify``: train every seed, save each as it finishes."""
+    from matlang.runtime import datasets
+
     from benchmarks.paper.common import runs_record, start, train_config, train_record, variant
     from benchmarks.records import ResultFile, result_name
-    from runtime import datasets
 
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor
 
 from benchmarks.paper.models import make_model
@@ -26,7 +27,6 @@ from benchmarks.paper.train import (
     squared_error,
 )
 from matlang.errors import MatlangError
-from runtime.preprocess import PreprocessCache
 
 #: Task name → column of the grid's targets (data README: 0 band, 1 low, 2 high).
 FILTER_TASKS: dict[str, int] = {"band": 0, "low": 1, "high": 2}
@@ -103,9 +103,10 @@ def filter_test(
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench filter``: train every seed, save each as it finishes."""
+    from matlang.runtime import datasets
+
     from benchmarks.paper.common import runs_record, start, train_config, train_record
     from benchmarks.records import ResultFile, result_name
-    from runtime import datasets
 
     seeds = start(args)
     config = {

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor, nn
 
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 from matlang.graphs import Graph
-from runtime.batch import Batch, as_batch
-from runtime.preprocess import PreprocessCache
 
 COMPILED = ("compiled", "compiled-random")
 #: Models assembled from sentence layers (:class:`compiler.layers.model.SentenceGNN`).
@@ -85,7 +85,7 @@ EVAL_BATCH = {"ppgn": 16}
 
 def reference_models() -> list[str]:
     """Names of the reference models available in :mod:`runtime.models`."""
-    from runtime.models import model_names
+    from matlang.runtime.models import model_names
 
     return model_names()
 
@@ -96,7 +96,7 @@ def model_choices() -> list[str]:
 
 def compile_sentence(sentence: str, dtype: torch.dtype = torch.float32) -> nn.Module:
     """``matlang.compile(sentence)`` with a trainable weight per summand and on ``A``."""
-    from compiler.api import compile
+    from matlang.compiler.api import compile
 
     return compile(sentence, dtype=dtype, weights="all")
 
@@ -171,11 +171,11 @@ def make_model(
     (scaled for counting, :data:`COUNT_SUPPORTS`), :data:`SENTENCE_CONFIG` updated by
     ``options``.
     """
-    from runtime.models import build_model, replace_fields, resolve_config
+    from matlang.runtime.models import build_model, replace_fields, resolve_config
 
     key = name.lower()
     if key in SENTENCE:
-        from compiler.layers.model import SentenceGNN
+        from matlang.compiler.layers.model import SentenceGNN
 
         if task != "graph":
             raise MatlangError(f"model {name!r} computes graph-level outputs only")

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import input_features
+from matlang.runtime.models.gnnml3 import GNNML3
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, adam, seed_everything
 from matlang.errors import MatlangError
-from runtime.batch import Batch
-from runtime.models.base import input_features
-from runtime.models.gnnml3 import GNNML3
 
 #: Largest graph the dense stacked path takes (its memory is ``K·B·n²·S`` per step).
 MAX_NODES = 64

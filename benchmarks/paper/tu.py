@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import TUData
 from torch import Tensor, nn
 from tqdm import tqdm
 
@@ -49,8 +51,6 @@ from benchmarks.paper.tu_protocols import AUTHORS, PAPER, authors_arch
 from benchmarks.records import APPEND, Parts, check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
-from runtime.batch import Batch
-from runtime.datasets import TUData
 
 DATASETS = ("mutag", "proteins", "enzymes", "ptc")
 #: Models built from sentences, beside the reference models.
@@ -105,7 +105,7 @@ class TUSettings:
 
 
 def model_choices() -> list[str]:
-    from runtime.models import model_names
+    from matlang.runtime.models import model_names
 
     return [*model_names(), *SENTENCE_MODELS]
 
@@ -131,7 +131,7 @@ def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) 
         ]
     if model != "gin+features":
         return list(graphs)
-    from compiler.layers.transforms import SentenceFeatures
+    from matlang.compiler.layers.transforms import SentenceFeatures
 
     return list(SentenceFeatures(list(FEATURE_SENTENCES), log1p=True)(list(graphs)))
 
@@ -142,7 +142,7 @@ def build(
     """A fresh model (weights from torch's current seed); ``options`` replace fields of a
     reference model's configuration."""
     if model == "sentence":
-        from compiler.layers.model import SentenceGNN
+        from matlang.compiler.layers.model import SentenceGNN
 
         return SentenceGNN(in_dim, classes, **SENTENCE_GNN)
     from benchmarks.paper.models import make_model
@@ -297,7 +297,7 @@ def _fold_data(
 ) -> tuple[TUData, list[Graph], Tensor, int, int]:
     """The dataset (its folds), the graphs with ``model``'s features, the labels, the feature
     width and the number of classes."""
-    from runtime.datasets import load_tu
+    from matlang.runtime.datasets import load_tu
 
     tu = load_tu(dataset)
     graphs = node_features(model, tu.graphs, degree=settings.degree)

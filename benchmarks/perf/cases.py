@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.batch import Batch
 
 from benchmarks.perf.timing import (
     MIB,
@@ -47,7 +48,6 @@ from benchmarks.perf.timing import (
 )
 from benchmarks.perf.workloads import Workload
 from matlang.graphs import Graph
-from runtime.batch import Batch
 
 KINDS = ("compiled", "handwritten", "dense", "train")
 
@@ -99,8 +99,9 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def _compiled(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Prepared:
+    from matlang.runtime import sparse
+
     import matlang
-    from runtime import sparse
 
     model = matlang.compile(
         c["sentence"],
@@ -147,7 +148,7 @@ def _dense(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Prepa
 
 def _train(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Prepared:
     """One training epoch of a reference model (Adam, MSE to random targets)."""
-    from runtime.models import build_model
+    from matlang.runtime.models import build_model
 
     if graphs is None:
         raise ValueError("training needs the 'generators' sampler")
@@ -196,7 +197,7 @@ def missing_extra(contestant: dict[str, Any]) -> str | None:
     the default install leaves out."""
     import importlib.util
 
-    from runtime import sparse
+    from matlang.runtime import sparse
 
     needs = contestant.get("kind") == "handwritten" or contestant.get("backend") == "torch_sparse"
     if needs and "torch_sparse" not in sparse.available_backends():

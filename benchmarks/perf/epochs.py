@@ -24,10 +24,11 @@ import torch
 
 
 def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
+    from matlang.compiler.layers.stage import _STAGES
+    from matlang.runtime import datasets
+    from matlang.runtime.batch import Batch
+
     from benchmarks.paper.models import counting_features, make_model
-    from compiler.layers.stage import _STAGES
-    from runtime import datasets
-    from runtime.batch import Batch
 
     data = datasets.load_randomgraph()
     feats = counting_features(data.graphs)
@@ -85,13 +86,13 @@ def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
 def _stage(
     graphs: int, batch_size: int, repeats: int, sentences: list[str]
 ) -> list[dict[str, Any]]:
-    from compiler.api import compile as compile_sentence
-    from compiler.constant_cache import CachedStage, run_stage
-    from compiler.constants import graphs_of
-    from runtime import datasets
-    from runtime.batch import Batch
-    from runtime.masks import prepared_edges
-    from runtime.preprocess import PreprocessCache
+    from matlang.compiler.api import compile as compile_sentence
+    from matlang.compiler.constant_cache import CachedStage, run_stage
+    from matlang.compiler.constants import graphs_of
+    from matlang.runtime import datasets
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.masks import prepared_edges
+    from matlang.runtime.preprocess import PreprocessCache
 
     gs = datasets.load_randomgraph().graphs[:graphs]
     rng = np.random.default_rng(0)

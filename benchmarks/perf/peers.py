@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from benchmarks.perf import cases
 from benchmarks.perf.cases import Prepared
 from matlang.graphs import Graph
-from runtime.batch import Batch
 
 #: The graph-constant sentences of issue 13.
 CONSTANT_SENTENCES = ("A ⊙ A²", "tr(A³)", "(A ⊙ A²)² 𝟏")
@@ -280,7 +280,7 @@ def _pyg_propagation(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None
 
 
 def _layer(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Prepared:
-    from compiler.layers import SentenceConv
+    from matlang.compiler.layers import SentenceConv
 
     d = int(c["d"])
     torch.manual_seed(0)

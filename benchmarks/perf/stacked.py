@@ -24,12 +24,13 @@ import torch
 
 def measure(seeds: int, steps: int, repeats: int, batch_size: int = 10) -> dict[str, Any]:
     """Seconds per seed-step, one at a time and stacked (min over ``repeats``)."""
+    from matlang.runtime import datasets
+    from matlang.runtime.preprocess import PreprocessCache
+
     from benchmarks.paper.count import count_targets
     from benchmarks.paper.models import counting_features, make_model
     from benchmarks.paper.stacked import StackedGNNML3, densify
     from benchmarks.paper.train import GraphSet, adam, seed_everything, squared_error
-    from runtime import datasets
-    from runtime.preprocess import PreprocessCache
 
     data = datasets.load_randomgraph()
     targets = count_targets(data, "triangle")

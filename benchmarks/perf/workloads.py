@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.runtime.batch import Batch
 
 from matlang.graphs import Graph
-from runtime.batch import Batch
 
 SAMPLERS = ("generators", "sparse")
 
@@ -84,7 +84,7 @@ class Workload:
     def build(self) -> tuple[Batch, list[Graph] | None]:
         """The batch, and the dense graphs when the sampler made them (``"generators"``)."""
         if self.sampler == "generators":
-            from runtime.generators import erdos_renyi
+            from matlang.runtime.generators import erdos_renyi
 
             gs = [
                 erdos_renyi(self.n, avg_degree=self.avg_degree, seed=self.seed + k)

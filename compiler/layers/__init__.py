@@ -4,8 +4,8 @@ conventions and without requiring PyG (front doors: ``matlang.nn``, ``matlang.tr
 
 from __future__ import annotations
 
-from compiler.layers.conv import SentenceConv
-from compiler.layers.readout import SentenceReadout
-from compiler.layers.transforms import SentenceFeatures
+from matlang.compiler.layers.conv import SentenceConv
+from matlang.compiler.layers.readout import SentenceReadout
+from matlang.compiler.layers.transforms import SentenceFeatures
 
 __all__ = ["SentenceConv", "SentenceFeatures", "SentenceReadout"]

@@ -7,17 +7,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch import Tensor, nn
-
-from compiler.layers.inputs import unpack
-from compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
-from compiler.layers.stage import (
+from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
+from matlang.compiler.layers.stage import (
     apply_channels,
     graph_values,
     propagate_supports,
     stage,
     stage_key,
 )
+from torch import Tensor, nn
+
 from matlang import ast
 from matlang.errors import MatlangError
 

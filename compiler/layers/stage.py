@@ -32,11 +32,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.sparse import csr_matrix, row_pointers
 from torch import Tensor
 
 from matlang.errors import GraphError
-from runtime.batch import Batch, as_batch
-from runtime.sparse import csr_matrix, row_pointers
 
 
 def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
@@ -111,7 +111,7 @@ class Stage:
 
     def module(self, text: str, dtype: torch.dtype) -> Any:
         """The compiled module of one sentence (built once per dtype)."""
-        from compiler.api import compile as compile_sentence
+        from matlang.compiler.api import compile as compile_sentence
 
         k = (text, dtype)
         if k not in self._modules:
@@ -128,7 +128,7 @@ class Stage:
     def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports:
         """Every support on one CSR matrix, the column of support ``s`` at ``j`` being
         ``j·S + s`` (so ``x W`` reshaped to ``(N·S, out)`` is one product)."""
-        from compiler.api import materialise
+        from matlang.compiler.api import materialise
 
         def compute() -> _Supports:
             b = make_batch(edge_index, batch, n)

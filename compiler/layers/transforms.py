@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
+from matlang.compiler.layers.stage import make_batch
+from matlang.runtime.batch import Batch
+from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 from torch import Tensor
 
-from compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
-from compiler.layers.stage import make_batch
 from matlang import ast
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph
-from runtime.batch import Batch
-from runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 
 #: The transform's name in cache keys.
 TRANSFORM = "SentenceFeatures"
@@ -84,7 +84,7 @@ class SentenceFeatures:
         return (("node", self.node_sentences), ("graph", self.graph_sentences))
 
     def _module(self, texts: tuple[str, ...]) -> Any:
-        from compiler.api import compile as compile_sentences
+        from matlang.compiler.api import compile as compile_sentences
 
         if texts not in self._modules:
             # values are cached per graph here: the module keeps no constants of its own

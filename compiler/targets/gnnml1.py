@@ -47,9 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 import torch
-from torch import Tensor
-
-from compiler.targets.program import (
+from matlang.compiler.targets.program import (
     ONE,
     LayerProgram,
     LayerTarget,
@@ -74,16 +72,17 @@ from compiler.targets.program import (
     vec_add,
     vec_scale,
 )
+from matlang.runtime.batch import as_batch
+from matlang.runtime.models.gnnml1 import GNNML1Conv
+from torch import Tensor
+
 from matlang import ast
 from matlang.errors import CompileError
 from matlang.functions import polynomial_degree
-from runtime.batch import as_batch
-from runtime.models.gnnml1 import GNNML1Conv
 
 if TYPE_CHECKING:
+    from matlang.compiler.targets.program import TargetOptions
     from typing_extensions import Unpack
-
-    from compiler.targets.program import TargetOptions
 
 # --------------------------------------------------------------------------- lowering
 

@@ -43,13 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 import torch
-from torch import Tensor
-
-from compiler import api
-from compiler.module import CompiledModule
-from compiler.support import FullMaskError, mask_for, order
-from compiler.targets.gnnml1 import GNNML1Lowering, where
-from compiler.targets.program import (
+from matlang.compiler import api
+from matlang.compiler.module import CompiledModule
+from matlang.compiler.support import FullMaskError, mask_for, order
+from matlang.compiler.targets.gnnml1 import GNNML1Lowering, where
+from matlang.compiler.targets.program import (
     ONE,
     LayerProgram,
     LayerTarget,
@@ -68,17 +66,18 @@ from compiler.targets.program import (
     schedule,
     vec_add,
 )
+from matlang.runtime import masks
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.models.gnnml3 import GNNML3Conv, SupportOperator
+from matlang.runtime.preprocess import Supports
+from torch import Tensor
+
 from matlang import algebra, ast
 from matlang.errors import CompileError
-from runtime import masks
-from runtime.batch import Batch, as_batch
-from runtime.models.gnnml3 import GNNML3Conv, SupportOperator
-from runtime.preprocess import Supports
 
 if TYPE_CHECKING:
+    from matlang.compiler.targets.program import TargetOptions
     from typing_extensions import Unpack
-
-    from compiler.targets.program import TargetOptions
 
 IDENTITY = "I"  # the all-pass support C^{(0)}: it carries channels from layer to layer
 #: A zero channel standing in for an empty convolution part (zero-width propagation is not

@@ -11,13 +11,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from matlang.cli import bank, bench, classify, compile, eval, models, parse, report, wl
+from matlang.cli import (
+    bank,
+    bench,
+    classify,
+    compile,
+    data,
+    eval,
+    models,
+    parse,
+    report,
+    wl,
+)
 from matlang.errors import MatlangError
 
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch.
-COMMANDS = (parse, eval, compile, classify, wl, bank, models, bench, report)
+COMMANDS = (parse, eval, compile, classify, wl, bank, models, data, bench, report)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="matlang",
         description="Compile MATLANG sentences to graph neural network layers.",
     )
+    from matlang import __version__
+
+    parser.add_argument("--version", action="version", version=f"matlang {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)

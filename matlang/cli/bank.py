@@ -88,7 +88,7 @@ def _progress(args: argparse.Namespace, desc: str) -> Any:
 
 def _pair_source(name: str) -> tuple[list[Any], list[tuple[int, int]], list[str] | None]:
     """(graphs, pairs, category per pair or None) of a pair set or a pairs file."""
-    from runtime import datasets
+    from matlang.runtime import datasets
 
     if name == "brec":
         data = datasets.load_brec()
@@ -173,7 +173,7 @@ def _pair_set(args: argparse.Namespace) -> dict[str, Any]:
 
 def _refinement(args: argparse.Namespace) -> dict[str, Any]:
     from matlang import refinement
-    from runtime import datasets
+    from matlang.runtime import datasets
 
     out: dict[str, Any] = {
         "fragment": "L3+",
@@ -231,7 +231,7 @@ def _g6(g: Any) -> str:
 
 def _graph_set(args: argparse.Namespace) -> dict[str, Any]:
     from matlang.bank import bank, sentences, signatures
-    from runtime import datasets
+    from matlang.runtime import datasets
 
     graphs = datasets.load_sr25() if args.pairs == "sr25" else datasets.load_graph8c()
     b = bank(args.fragment, args.max_size)

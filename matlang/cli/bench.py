@@ -25,6 +25,11 @@ COUNT_TASKS = ("star", "triangle", "tailed_triangle", "cycle4", "custom")
 
 def register(sub: Any) -> None:
     """Add ``bench`` (the paper's experiments and ``perf``)."""
+    from matlang.cli.common import add_missing_benchmarks, benchmarks_installed
+
+    if not benchmarks_installed():
+        add_missing_benchmarks(sub, "bench", "run the paper's experiments (Tables 1-3)")
+        return
     b = sub.add_parser(
         "bench",
         help="run the paper's experiments (Tables 1-3)",

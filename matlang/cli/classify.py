@@ -63,7 +63,7 @@ def _check_data_folder() -> None:
     """``--datasets`` needs the data folder: an error without it (naming where it looked), a
     note on stderr for each of its datasets that is not there."""
     from matlang.errors import DataError
-    from runtime.datasets import data_available, data_root
+    from matlang.runtime.datasets import data_available, data_root
 
     root = data_root()  # a DataError naming MATLANG_DATA when there is no folder
     missing = [name for name in WITNESS_DATASETS if not data_available(name)]

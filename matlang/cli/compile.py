@@ -55,7 +55,7 @@ def _number(v: float) -> int | float:
 def _values(model: Any, graphs: list[Any], torch_dtype: Any) -> list[Any]:
     """One value per graph: a number, a list per node, or [i, j, value] entries; a list over
     sentences when there are several."""
-    from runtime.batch import Batch
+    from matlang.runtime.batch import Batch
 
     batch = Batch.from_graphs(graphs)
     level = model.level
@@ -84,10 +84,10 @@ def _values(model: Any, graphs: list[Any], torch_dtype: Any) -> list[Any]:
 def run_compile(args: argparse.Namespace) -> int:
     import torch
 
-    from compiler.api import explain
-    from compiler.cost import predict
-    from compiler.lower import lower
-    from compiler.module import CompiledModule
+    from matlang.compiler.api import explain
+    from matlang.compiler.cost import predict
+    from matlang.compiler.lower import lower
+    from matlang.compiler.module import CompiledModule
 
     program = read_sentences(args)
     plan = lower(program, dense=args.dense)

@@ -66,7 +66,7 @@ class _EdgeList:
 
 def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:
     """Each sentence on GraphBLAS over the --edges files and the dense graphs given."""
-    from compiler.constants import evaluate_sparse
+    from matlang.compiler.constants import evaluate_sparse
 
     sources: list[tuple[Any, str]] = [(_EdgeList(p), p) for p in args.edges]
     if args.graph or args.graph6 or args.file or not sources:

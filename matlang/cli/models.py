@@ -30,7 +30,7 @@ def rows(
     in_dim: int = 1, out_dim: int = 1, config: str | None = None, task: str = "graph"
 ) -> list[dict[str, Any]]:
     """One row per (model, named configuration)."""
-    from runtime.models import MODELS, build_model
+    from matlang.runtime.models import MODELS, build_model
 
     if in_dim < 1 or out_dim < 1:
         raise MatlangError(f"--in-dim and --out-dim must be positive, got {in_dim}, {out_dim}")

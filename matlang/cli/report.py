@@ -8,6 +8,11 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add ``report``."""
+    from matlang.cli.common import add_missing_benchmarks, benchmarks_installed
+
+    if not benchmarks_installed():
+        add_missing_benchmarks(sub, "report", "assemble results/*.json into tables and plots")
+        return
     rep = sub.add_parser(
         "report",
         help="assemble results/*.json into Markdown tables and plots",

@@ -77,7 +77,7 @@ def _progress(desc: str) -> Any:
 
 def _source(args: argparse.Namespace) -> tuple[str, list[Graph], np.ndarray | None, str]:
     """(label, graphs, pairs or None, mode) for the parsed arguments."""
-    from runtime.datasets import ExpData, load, load_graph6
+    from matlang.runtime.datasets import ExpData, load, load_graph6
 
     if args.dataset:
         data = load(args.dataset)
@@ -93,7 +93,7 @@ def _source(args: argparse.Namespace) -> tuple[str, list[Graph], np.ndarray | No
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from runtime.wl import normalize_test, pair_equivalence
+    from matlang.runtime.wl import normalize_test, pair_equivalence
 
     test = normalize_test(args.test)
     label, graphs, pairs, mode = _source(args)
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def _all_pairs(
     args: argparse.Namespace, test: str, label: str, graphs: list[Graph], colors: str | None
 ) -> int:
-    from runtime.wl import classes, count_equivalent_pairs
+    from matlang.runtime.wl import classes, count_equivalent_pairs
 
     groups = classes(graphs, test, colors, progress=_progress(f"{test} classes"))
     multi = [g for g in groups if len(g) > 1]

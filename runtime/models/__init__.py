@@ -16,17 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from matlang.runtime.models.base import GraphModel, ModelConfig, Task
+from matlang.runtime.models.chebnet import ChebNet, ChebNetConfig
+from matlang.runtime.models.gat import GAT, GATConfig
+from matlang.runtime.models.gcn import GCN
+from matlang.runtime.models.gin import GIN, GINConfig
+from matlang.runtime.models.gnnml1 import GNNML1
+from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Config
+from matlang.runtime.models.mlp import MLP
+from matlang.runtime.models.ppgn import PPGN, PPGNConfig
+from matlang.runtime.preprocess import PreprocessCache, SupportConfig
+
 from matlang.errors import MatlangError
-from runtime.models.base import GraphModel, ModelConfig, Task
-from runtime.models.chebnet import ChebNet, ChebNetConfig
-from runtime.models.gat import GAT, GATConfig
-from runtime.models.gcn import GCN
-from runtime.models.gin import GIN, GINConfig
-from runtime.models.gnnml1 import GNNML1
-from runtime.models.gnnml3 import GNNML3, GNNML3Config
-from runtime.models.mlp import MLP
-from runtime.models.ppgn import PPGN, PPGNConfig
-from runtime.preprocess import PreprocessCache, SupportConfig
 
 #: The named configuration used when none is given.
 DEFAULT_CONFIG = "count"

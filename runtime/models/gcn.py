@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
+from matlang.runtime import sparse
+from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 from torch import Tensor, nn
-
-from runtime import sparse
-from runtime.models.base import GraphModel, ModelConfig, glorot
 
 
 def gcn_norm(

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from matlang.runtime import sparse
+from matlang.runtime.models.base import GraphModel, ModelConfig
 from torch import Tensor, nn
-
-from runtime import sparse
-from runtime.models.base import GraphModel, ModelConfig
 
 
 class GINConv(nn.Module):

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
-
-from matlang.errors import MatlangError
-from runtime import sparse
-from runtime.models.base import (
+from matlang.runtime import sparse
+from matlang.runtime.models.base import (
     Activation,
     GraphModel,
     ModelConfig,
     glorot,
     resolve_activation,
 )
+from torch import Tensor, nn
+
+from matlang.errors import MatlangError
 
 
 class GNNML1Conv(nn.Module):

@@ -6,20 +6,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
-
-from matlang.errors import GraphError, MatlangError
-from runtime import sparse
-from runtime.batch import Batch
-from runtime.models.base import (
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import (
     Activation,
     GraphModel,
     ModelConfig,
     glorot,
     resolve_activation,
 )
-from runtime.preprocess import SupportConfig, Supports, batch_supports
+from matlang.runtime.preprocess import SupportConfig, Supports, batch_supports
+from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
+
+from matlang.errors import GraphError, MatlangError
 
 
 class SupportOperator:

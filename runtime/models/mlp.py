@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import GraphModel, ModelConfig
 from torch import Tensor, nn
-
-from runtime.batch import Batch
-from runtime.models.base import GraphModel, ModelConfig
 
 
 class MLP(GraphModel):

@@ -11,6 +11,6 @@ from tests.fixtures import counting_data
 def small_paperlike(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--dataset paperlike`` on 36 small graphs instead of 5000 (the CLI tests check files
     and messages; the generator has its own tests)."""
-    from runtime import generators
+    from matlang.runtime import generators
 
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: counting_data(36))

@@ -7,18 +7,18 @@ from __future__ import annotations
 import functools
 
 import pytest
+from matlang.runtime.datasets import data_available
 
 from benchmarks.paper.count import _in_group, count_test
 from benchmarks.paper.distributed import launch
 from benchmarks.paper.train import TrainConfig
-from runtime.datasets import data_available
 
 
 @pytest.mark.slow  # spawns 2 Python processes (~15 s alone, ~45 s on a loaded machine)
 @pytest.mark.data
 @pytest.mark.skipif(not data_available("randomgraph"), reason="no shared data folder")
 def test_two_processes_count_like_one() -> None:
-    from runtime.datasets import load_randomgraph
+    from matlang.runtime.datasets import load_randomgraph
 
     data = load_randomgraph()
     # batch 7 over 30 graphs: shards of 3 and 4, and a last global batch of 2

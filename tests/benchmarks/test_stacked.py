@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from matlang.runtime import datasets
+from matlang.runtime.datasets import CountingData
+from matlang.runtime.generators import erdos_renyi
 
 from benchmarks.paper.count import count_test
 from benchmarks.paper.models import counting_features, make_model
@@ -23,9 +26,6 @@ from benchmarks.paper.train import (
 )
 from matlang.cli import main
 from matlang.errors import MatlangError
-from runtime import datasets
-from runtime.datasets import CountingData
-from runtime.generators import erdos_renyi
 from tests.fixtures import counting_data
 
 
@@ -161,7 +161,7 @@ def test_count_test_stacks_in_groups_and_reports_each_group() -> None:
 def test_bench_count_stack_seeds_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runtime import generators
+    from matlang.runtime import generators
 
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())
     base = ["bench", "count", "--task", "triangle", "--model", "gnnml3", "--dataset"]
@@ -201,8 +201,9 @@ def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
 def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from matlang.runtime import generators
+
     from benchmarks.paper.report import TABLE2_TASKS, _seed_ranges, write_report
-    from runtime import generators
 
     assert _seed_ranges([5, 0, 1, 2, 7, 8]) == "0–2, 5, 7–8"
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())

@@ -9,6 +9,8 @@ import re
 
 import pytest
 import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import data_available
 
 from benchmarks.paper.distributed import Group, launch
 from benchmarks.paper.tu import (
@@ -20,8 +22,6 @@ from benchmarks.paper.tu import (
     train_one_fold,
     tu_section,
 )
-from runtime.batch import Batch
-from runtime.datasets import data_available
 
 needs_mutag = pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
 
@@ -240,11 +240,11 @@ def test_authors_protocol_trains_with_their_settings_and_the_degree(tmp_path, ca
     """``--protocol authors``: MUTAG at their batch 16 and 100 epochs (here cut to 1), the
     degree as a feature column, a file of its own and a report table of its own."""
     import numpy as np
+    from matlang.runtime.datasets import load_tu
 
     from benchmarks.paper.report import write_report
     from benchmarks.paper.tu import node_features
     from matlang.cli import main
-    from runtime.datasets import load_tu
 
     graphs = load_tu("mutag").graphs[:5]
     with_degree = node_features("mlp", graphs, degree=True)
@@ -305,13 +305,13 @@ def test_authors_architectures_are_our_models_with_their_fields() -> None:
     max readouts batch-normalised, one linear layer), and a clear error where none is
     transcribed."""
     import numpy as np
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.models.base import readout
 
     from benchmarks.paper.tu import build
     from benchmarks.paper.tu_protocols import AUTHORS, authors_arch
     from matlang.errors import MatlangError
     from matlang.graphs import Graph
-    from runtime.batch import Batch
-    from runtime.models.base import readout
 
     assert AUTHORS["enzymes"] == (400, 60, True, True) and not AUTHORS["mutag"].standardize
     net = build("gnnml3", 4, 6, authors_arch("enzymes", "gnnml3"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from matlang.runtime.generators import erdos_renyi
 
 from benchmarks.paper.count import PROTOCOLS, model_options, parse_option, variant_tags
 from benchmarks.paper.iso import iso_test
@@ -18,7 +19,6 @@ from benchmarks.paper.train import GraphSet, TrainConfig, fit
 from matlang.cli import main
 from matlang.errors import MatlangError
 from matlang.graphs import named
-from runtime.generators import erdos_renyi
 from tests.fixtures import counting_data
 
 ISO_GRAPHS = ["decalin", "bicyclopentyl", "rook4x4", "shrikhande", "petersen", "cycle10"]
@@ -51,7 +51,7 @@ def test_iso_float32_reference_is_the_float64_run(model: str) -> None:
 def test_bench_iso_float32_writes_its_variant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runtime import datasets
+    from matlang.runtime import datasets
 
     graphs = [named(n) for n in ISO_GRAPHS]
     monkeypatch.setattr(datasets, "load_sr25", lambda: graphs)
@@ -128,7 +128,7 @@ def test_set_options_parse_check_and_name() -> None:
 def test_bench_count_ablation_files_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runtime import generators
+    from matlang.runtime import generators
 
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: counting_data(36))
     base = ["bench", "count", "--model", "gnnml3", "--dataset", "paperlike", "--epochs", "3"]
@@ -192,9 +192,10 @@ def test_bench_count_ablation_files_and_report(
 
 
 def test_tanh_activation_and_output_follow_the_authors_iso_scripts() -> None:
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.models.base import readout
+
     from benchmarks.paper.models import make_model
-    from runtime.batch import Batch
-    from runtime.models.base import readout
 
     g = counting_features([named("petersen"), named("cycle10")])
     batch = Batch.from_graphs(g, dtype=torch.float64)

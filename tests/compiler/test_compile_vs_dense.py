@@ -9,14 +9,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from matlang.compiler.api import compile
+from matlang.compiler.support import FullMaskError
+from matlang.runtime.batch import Batch
 
-from compiler.api import compile
-from compiler.support import FullMaskError
 from matlang import ast, parse_program
 from matlang.errors import EvaluationError, MatlangError
 from matlang.evaluator import evaluate_graph
 from matlang.graphs import Graph, from_adjacency, named
-from runtime.batch import Batch
 from tests.fixtures import GRAPHS, VALID, backends
 
 P = pytest.param
@@ -294,7 +294,7 @@ def test_all_weights_start_at_the_exact_solution(text: str) -> None:
 
 
 def test_materialise_gives_a_matrix_on_its_mask() -> None:
-    from compiler.api import materialise
+    from matlang.compiler.api import materialise
 
     b = Batch.from_graphs(GRAPHS)
     index, values = materialise("A ⊙ A²", b)

@@ -10,15 +10,16 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from matlang.compiler.api import compile
+from matlang.compiler.layers.conv import SentenceConv
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
+from matlang.runtime.generators import erdos_renyi
+from matlang.runtime.preprocess import PreprocessCache
 
-from compiler.api import compile
-from compiler.layers.conv import SentenceConv
 from matlang import parse_program
 from matlang.evaluator import evaluate_graph
 from matlang.graphs import Graph
-from runtime.batch import Batch
-from runtime.generators import erdos_renyi
-from runtime.preprocess import PreprocessCache
 
 SENTENCES = [
     "(A ⊙ A²)² 𝟏",
@@ -165,27 +166,35 @@ def test_moved_edge_misses() -> None:
 
 def test_changed_option_misses() -> None:
     """A shared cache: another sentence, another dtype or another option never reads an entry
-    made under different ones."""
+    made under different ones; the default backend named explicitly is the same option (with
+    or without torch-sparse installed)."""
     graphs = _graphs(6)
     shared = PreprocessCache()
     b = Batch.from_graphs(graphs)
     a = compile("(A ⊙ A²) 𝟏", dtype="float64", cache=shared)
     a(b)
     assert shared.misses == 6
-    for other in (
+    others = [
         compile("(A ⊙ A²)² 𝟏", dtype="float64", cache=shared),
         compile("(A ⊙ A²) 𝟏", dtype="float32", cache=shared),
         compile("(A ⊙ A²) 𝟏", dtype="float64", nonfinite="keep", cache=shared),
-        compile("(A ⊙ A²) 𝟏", dtype="float64", backend="torch", cache=shared),
-    ):
+    ]
+    other_backends = [n for n in sparse.available_backends() if n != sparse.default_backend()]
+    others += [compile("(A ⊙ A²) 𝟏", dtype="float64", backend=n, cache=shared)
+               for n in other_backends]
+    for other in others:
         hits = shared.hits
         other(Batch.from_graphs(graphs))
         assert shared.hits == hits
+    same = compile("(A ⊙ A²) 𝟏", dtype="float64", backend=sparse.default_backend(), cache=shared)
+    hits = shared.hits
+    same(Batch.from_graphs(graphs))
+    assert shared.hits == hits + 6
     # .float() reads what the float32 module filed (same sentence and options), not its own
     a.float()
     hits = shared.hits
     a(Batch.from_graphs(graphs))
-    assert shared.hits == hits + 6 and len(shared) == 5 * 6
+    assert shared.hits == hits + 6 and len(shared) == (1 + len(others)) * 6
 
 
 def test_cheap_plans_and_opt_out() -> None:
@@ -212,7 +221,7 @@ def test_pickled_module_starts_empty() -> None:
 def test_sentence_conv_over_shuffled_batches() -> None:
     """SentenceConv's supports come from the cache on the second epoch (every graph a hit)
     and give the values of supports computed afresh."""
-    from compiler.layers.stage import stage
+    from matlang.compiler.layers.stage import stage
 
     graphs = _graphs(16, seed=9)
     torch.manual_seed(0)
@@ -236,7 +245,7 @@ def test_sentence_conv_over_shuffled_batches() -> None:
 
 def test_batch_fingerprints_equal_one_by_one() -> None:
     """graph_fingerprints (the whole batch at once) gives graph_fingerprint's digests."""
-    from runtime.preprocess import graph_fingerprint, graph_fingerprints
+    from matlang.runtime.preprocess import graph_fingerprint, graph_fingerprints
 
     rng = np.random.default_rng(4)
     rows, cols = rng.integers(0, 9, 40), rng.integers(0, 9, 40)

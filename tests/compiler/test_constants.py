@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 import torch
+from matlang.compiler.api import compile, materialise
+from matlang.compiler.constants import constant_steps, evaluate_sparse
+from matlang.compiler.lower import lower
+from matlang.runtime import graphblas
+from matlang.runtime.batch import Batch
+from matlang.runtime.generators import erdos_renyi
 
 import matlang
-from compiler.api import compile, materialise
-from compiler.constants import constant_steps, evaluate_sparse
-from compiler.lower import lower
 from matlang import parse_program
 from matlang.errors import EvaluationError, GraphError
 from matlang.evaluator import evaluate
 from matlang.graphs import complete, named
-from runtime import graphblas
-from runtime.batch import Batch
-from runtime.generators import erdos_renyi
 from tests.fixtures import GRAPHS, VALID
 
 #: integral sentences without inputs from the compile tests (and the paper's counts)
@@ -174,7 +174,7 @@ def test_graphblas_constants_equal_the_torch_interpreter(text: str) -> None:
 def test_constants_are_computed_once_per_batch_and_never_stale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from compiler.constants import ConstantStage
+    from matlang.compiler.constants import ConstantStage
 
     runs = []
     original = ConstantStage.run

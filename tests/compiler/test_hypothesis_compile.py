@@ -16,17 +16,17 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matlang.compiler.api import compile
+from matlang.compiler.support import FullMaskError
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 
-from compiler.api import compile
-from compiler.support import FullMaskError
 from matlang import ast
 from matlang.errors import EvaluationError
 from matlang.evaluator import evaluate_graph
 from matlang.functions import BUILTINS, define
 from matlang.graphs import Graph, from_adjacency
 from matlang.shapes import COLUMN, MATRIX
-from runtime import sparse
-from runtime.batch import Batch
 
 EXAMPLES = 330
 BATCHES_PER_EXAMPLE = 7

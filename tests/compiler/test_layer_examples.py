@@ -7,8 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from runtime.datasets import data_available
+from matlang.runtime.datasets import data_available
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import data_available
 
 from matlang.graphs import cycle, named
 from matlang.nn import SentenceConv
 from matlang.transforms import SentenceFeatures
-from runtime.batch import Batch
-from runtime.datasets import data_available
 
 pyg = pytest.importorskip("torch_geometric")
 
@@ -18,7 +18,7 @@ GRAPHS = ["K4", "petersen", "decalin", "cycle5", "star3", "rook4x4"]
 
 
 def _data_list() -> list:
-    from runtime.pyg import to_pyg
+    from matlang.runtime.pyg import to_pyg
 
     graphs = [named(g) for g in GRAPHS]
     data = to_pyg(graphs)
@@ -72,10 +72,9 @@ def test_sequential_and_dataloader_train_every_parameter() -> None:
 @pytest.mark.data
 @pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
 def test_project_dataset_as_pyg_dataset_with_sentence_features() -> None:
+    from matlang.runtime.datasets import load_tu
+    from matlang.runtime.pyg import pyg_dataset, to_pyg
     from torch_geometric.loader import DataLoader
-
-    from runtime.datasets import load_tu
-    from runtime.pyg import pyg_dataset, to_pyg
 
     tu = load_tu("mutag")
     data = to_pyg(tu)
@@ -90,9 +89,10 @@ def test_project_dataset_as_pyg_dataset_with_sentence_features() -> None:
 
 
 def test_to_pyg_counting_targets_and_errors() -> None:
+    from matlang.runtime.datasets import CountingData
+    from matlang.runtime.pyg import to_pyg
+
     from matlang.errors import DataError
-    from runtime.datasets import CountingData
-    from runtime.pyg import to_pyg
 
     graphs = [named("K4"), cycle(3)]
     data = CountingData(graphs, [0], [1], [], {"count_triangle": [4, 1], "count_star": [4, 0]})
@@ -137,8 +137,7 @@ def test_torch_compile_has_no_graph_break_and_no_recompile_per_batch_shape() -> 
 def test_sentence_gnn_compiles_without_graph_break_given_the_graph_count() -> None:
     """The readout's size comes from ``num_graphs`` (or the data object's): no ``.item()``."""
     import torch._dynamo
-
-    from compiler.layers.model import SentenceGNN
+    from matlang.compiler.layers.model import SentenceGNN
 
     torch.manual_seed(0)
     model = SentenceGNN(3, 2, hidden=8, layers=2, norm="batch").eval()
@@ -204,7 +203,8 @@ def test_channel_ops_match_eager_autograd_and_check_the_graph_count() -> None:
     """The custom ops, run eagerly: the same values and input gradient as autograd through
     the interpreter (float64), the schema/fake/autograd registration passes torch's opcheck,
     and a wrong ``num_graphs`` is a GraphError."""
-    from compiler.layers.stage import channels_op, stage, stage_key
+    from matlang.compiler.layers.stage import channels_op, stage, stage_key
+
     from matlang.errors import GraphError
 
     key = stage_key("apply", ["input h; relu(A h) ⊙ (A² h)"], dense=False, level="node")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import torch
+from matlang.compiler.api import compile
 
 import matlang
-from compiler.api import compile
 from matlang import limits
 from matlang.errors import CompileError, EvaluationError, MatlangSyntaxError, PowerError
 from matlang.evaluator import evaluate

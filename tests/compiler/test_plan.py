@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 import sympy as sp
-
-from compiler.lower import lower
-from compiler.plan import (
+from matlang.compiler.lower import lower
+from matlang.compiler.plan import (
     EDGE,
     GRAPH,
     MASK,
@@ -27,6 +26,7 @@ from compiler.plan import (
     check,
     render,
 )
+
 from matlang.parser import as_program
 
 

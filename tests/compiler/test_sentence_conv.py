@@ -11,13 +11,13 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from matlang.compiler.api import compile as compile_sentence
+from matlang.runtime.batch import Batch
 
 import matlang
-from compiler.api import compile as compile_sentence
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import named
 from matlang.nn import SentenceConv, SentenceReadout
-from runtime.batch import Batch
 
 GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3"]
 SUPPORTS = ["A", "A ⊙ A²", "A³ ⊙ I", "L", "(A + I) ⊙ A²", "let C = A ⊙ A²; C", "I", "A²"]
@@ -211,7 +211,7 @@ def test_readout_gives_exact_graph_features_and_channel_readouts() -> None:
 
 
 def test_sentence_gnn_batch_norm_is_affine_in_evaluation() -> None:
-    from compiler.layers.model import SentenceGNN
+    from matlang.compiler.layers.model import SentenceGNN
 
     b = _batch()
     x = _x(b, 3).float()
@@ -255,7 +255,7 @@ def test_bench_model_sentence_is_a_sentence_gnn_of_the_counting_budget() -> None
 
 
 def test_sentence_gnn_dtype_state_dict_and_torch_save() -> None:
-    from compiler.layers.model import SentenceGNN
+    from matlang.compiler.layers.model import SentenceGNN
 
     b = _batch()
     x = _x(b, 3)

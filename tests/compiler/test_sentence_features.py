@@ -7,12 +7,12 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.preprocess import PreprocessCache
 
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import from_adjacency, named
 from matlang.transforms import SentenceFeatures
-from runtime.batch import Batch
-from runtime.preprocess import PreprocessCache
 
 GRAPHS = ["K4", "petersen", "decalin", "rook4x4", "shrikhande"]
 

@@ -8,9 +8,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sps
-
-from compiler import support as S
-from compiler.support import (
+from matlang.compiler import support as S
+from matlang.compiler.support import (
     EMPTY,
     Compose,
     E,
@@ -25,8 +24,9 @@ from compiler.support import (
     mask_for,
     order,
 )
+from matlang.runtime.generators import erdos_renyi
+
 from matlang import ast, parse
-from runtime.generators import erdos_renyi
 
 P = pytest.param
 

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from matlang.runtime.wl import equivalent
 
 import matlang
 from matlang.analysis import classify
@@ -20,7 +21,6 @@ from matlang.witness import (
     _builtin,
     relation,
 )
-from runtime.wl import equivalent
 
 LIBRARY = WitnessLibrary.default()
 
@@ -202,11 +202,11 @@ def test_classify_answers_within_a_second() -> None:
 
 @pytest.mark.data
 def test_dataset_libraries() -> None:
-    from runtime.datasets import data_available
+    from matlang.runtime.datasets import data_available
 
     if not data_available("graph8c"):
         pytest.skip("no data folder")
-    from runtime.datasets import witness_classes
+    from matlang.runtime.datasets import witness_classes
 
     lib = WitnessLibrary.default(witness_classes())
     g8c = [c for c in lib.classes if c.source == "graph8c 1-WL class"]

@@ -14,18 +14,18 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from matlang.runtime import preprocess as pp
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.models import MODELS, build_model, resolve_config
+from matlang.runtime.models.base import GraphModel
+from matlang.runtime.models.gat import GATConfig
+from matlang.runtime.models.gnnml1 import GNNML1Conv
+from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Conv, SupportOperator
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import PAPER_PAIRS, Graph, from_adjacency, named
-from runtime import preprocess as pp
-from runtime import sparse
-from runtime.batch import Batch, as_batch
-from runtime.models import MODELS, build_model, resolve_config
-from runtime.models.base import GraphModel
-from runtime.models.gat import GATConfig
-from runtime.models.gnnml1 import GNNML1Conv
-from runtime.models.gnnml3 import GNNML3, GNNML3Conv, SupportOperator
 
 ALL = list(MODELS)
 SEEDS = (0, 1, 2)
@@ -208,7 +208,7 @@ def test_ppgn_padding_never_changes_a_result(readout: tuple[str, ...], bias: boo
 
 
 def test_ppgn_dense_batch_masks() -> None:
-    from runtime.models.ppgn import dense_batch
+    from matlang.runtime.models.ppgn import dense_batch
 
     b = as_batch([named("path3"), named("cycle5")])
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]).T.double()
@@ -224,7 +224,7 @@ def test_ppgn_dense_batch_masks() -> None:
 def test_ppgn_size_buckets() -> None:
     """Padding every graph of a batch to its largest costs n_max³ per graph: one PTC graph of
     109 nodes among 31 of 25 gets a bucket of its own; one size, or small graphs, one bucket."""
-    from runtime.models.ppgn import dense_batch, size_buckets
+    from matlang.runtime.models.ppgn import dense_batch, size_buckets
 
     assert size_buckets([25] * 31 + [109]) == [list(range(31)), [31]]
     assert size_buckets([40, 40, 40]) == [[0, 1, 2]]
@@ -243,7 +243,7 @@ def test_ppgn_size_buckets() -> None:
 
 def mixed_sizes(seed: int, density: float) -> list[Graph]:
     """Random graphs of 5 to 40 nodes in mixed order, which PPGN pads in ≥ 3 size buckets."""
-    from runtime.models.ppgn import size_buckets
+    from matlang.runtime.models.ppgn import size_buckets
 
     rng = np.random.default_rng(seed)
     graphs = []
@@ -272,7 +272,7 @@ def test_ppgn_buckets_give_each_graph_its_own_result(task: str) -> None:
 def test_ppgn_masked_batch_norm_is_batchnorm2d_on_one_size() -> None:
     """On graphs of one size (BREC's pairs) the block norm is BatchNorm2d without affine
     parameters: in training (batch statistics, running estimates) and in evaluation."""
-    from runtime.models.ppgn import MaskedBatchNorm
+    from matlang.runtime.models.ppgn import MaskedBatchNorm
 
     torch.manual_seed(0)
     h = torch.randn(4, 3, 5, 5, dtype=torch.float64) * 3 + 1
@@ -297,7 +297,7 @@ def test_ppgn_brec_configuration_does_not_depend_on_buckets(task: str) -> None:
     norm) couples the graphs of a batch through the norm's statistics: those are taken over
     the valid entries of every bucket, so a bucketed batch gives the one-tensor numbers, in
     training and in evaluation; the padding stays zero; gradients reach every parameter."""
-    from runtime.models.ppgn import dense_batch
+    from matlang.runtime.models.ppgn import dense_batch
 
     torch.manual_seed(0)
     graphs = mixed_sizes(seed=4, density=0.25)
@@ -725,11 +725,10 @@ needs_pyg = pytest.mark.skipif(
 @needs_pyg
 def test_layers_match_pytorch_geometric() -> None:
     import torch_geometric.nn as pyg
-
-    from runtime.models.chebnet import ChebConv, scaled_laplacian
-    from runtime.models.gat import GATConv
-    from runtime.models.gcn import GCNConv
-    from runtime.models.gin import GINConv
+    from matlang.runtime.models.chebnet import ChebConv, scaled_laplacian
+    from matlang.runtime.models.gat import GATConv
+    from matlang.runtime.models.gcn import GCNConv
+    from matlang.runtime.models.gin import GINConv
 
     torch.manual_seed(0)
     graphs = [named("decalin"), named("bicyclopentyl")]

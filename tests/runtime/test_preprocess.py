@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from matlang.runtime import preprocess as pp
+from matlang.runtime.batch import as_batch
 
 from matlang.errors import MatlangError
 from matlang.graphs import from_adjacency, named
-from runtime import preprocess as pp
-from runtime.batch import as_batch
 
 
 def dense_supports(a: np.ndarray, cfg: pp.SupportConfig) -> np.ndarray:
@@ -249,7 +249,7 @@ def test_cache_is_bounded_and_clearable() -> None:
 def sha256_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts every content hash the preprocessing module computes."""
     calls: list[int] = []
-    from runtime import local_graphs
+    from matlang.runtime import local_graphs
 
     real = local_graphs.hashlib.sha256
 

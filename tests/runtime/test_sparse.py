@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from matlang.runtime import sparse
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
-from runtime import sparse
 
 N = 9
 

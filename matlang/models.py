@@ -1,0 +1,30 @@
+"""``matlang.models``: the hand-written reference models (MLP, GCN, GAT, GIN, ChebNet, GNNML1,
+GNNML3, PPGN) by name, the targets and baselines of compiled sentences.
+
+>>> from matlang.models import build_model
+>>> model = build_model("gnnml3", in_dim=7, out_dim=2)     # a torch.nn.Module
+
+Defined in :mod:`matlang.runtime.models` (imported, with torch, on first use).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from matlang import _lazy_getattr
+
+_MODELS = "matlang.runtime.models"
+
+#: Public name → the module that defines it.
+_LAZY = {name: _MODELS for name in ("build_model", "MODELS", "resolve_config", "GraphModel")}
+
+if TYPE_CHECKING:
+    pass
+
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
+
+__all__ = list(_LAZY)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
