@@ -191,13 +191,13 @@ class _Searcher:
     # ----------------------------------------------------------------- adding nodes
 
     def _add(
-        self, pool: _Pool, s: int, cands: np.ndarray, makers: list[tuple[str, tuple[int, ...]]]
+        self, pool: _Pool, s: int, cands: np.ndarray, makers: Sequence[tuple[str, tuple[int, ...]]]
     ) -> None:
         """Keep the candidates (c, G, ...) whose value is new and non-zero, in order."""
         if not len(makers):
             return
         flat = cands.reshape(len(makers), -1)
-        nonzero = flat.any(axis=1)
+        nonzero: np.ndarray = np.asarray(flat.any(axis=1))
         # The projection of a residue vector: exact in float64 (< 2^21 · 2^10 · length).
         keys = np.fmod(flat @ self._proj[pool.kind], float(1 << 50)).astype(np.int64)
         _, first = np.unique(keys, axis=0, return_index=True)

@@ -281,7 +281,8 @@ def fit(
             total += float(lss.detach())
             rows += int(target.shape[0])
         if group.world > 1:
-            total, rows = (float(v) for v in all_sum(torch.tensor([total, rows]), group))
+            summed = all_sum(torch.tensor([total, float(rows)]), group)
+            total, rows = float(summed[0]), int(summed[1])
         history.append(total / max(1, rows))
         if val is not None:
             v = mean_loss(model, val, loss, cfg.eval_batch_size)

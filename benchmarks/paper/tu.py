@@ -213,7 +213,7 @@ def train_fold(
                 logits = net(_batch(graphs, mine).to(dev))
                 loss = nn.functional.cross_entropy(logits, y[mine], reduction="sum")
             else:  # fewer graphs than processes: take part in the gradient average with 0
-                loss = sum(p.sum() * 0.0 for p in model.parameters())
+                loss = sum((p.sum() * 0.0 for p in model.parameters()), torch.zeros((), device=dev))
             (loss * group.loss_scale(len(glob))).backward()
             opt.step()
         model.eval()

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import time
+from functools import partial
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,13 +134,13 @@ def run(quick: bool, dense_max: int) -> dict[str, Any]:
     # λmax first: the cheap cases, timed before the dense path has grown the heap
     for kind in ("grid", "er", "er10"):
         for n in lam_ns:
-            jobs.append(("lambda", lambda kind=kind, n=n: lambda_case(kind, n, repeats=3)))
+            jobs.append(("lambda", partial(lambda_case, kind, n, repeats=3)))
     for n in grid_ns:
-        jobs.append(("grid", lambda n=n: supports_case("grid", n, dense=False, repeats=2)))
+        jobs.append(("grid", partial(supports_case, "grid", n, dense=False, repeats=2)))
     for n in er_ns:
-        jobs.append(("er", lambda n=n: supports_case("er", n, dense=n <= 1000, repeats=1)))
+        jobs.append(("er", partial(supports_case, "er", n, dense=n <= 1000, repeats=1)))
     for n in dense_ns:
-        jobs.append(("dense", lambda n=n: supports_case("grid", n, dense=True, repeats=3)))
+        jobs.append(("dense", partial(supports_case, "grid", n, dense=True, repeats=3)))
     t0 = time.perf_counter()
     for name, job in tqdm(jobs, desc="spectral", disable=None):
         cases[name].append(job())

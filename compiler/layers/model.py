@@ -103,8 +103,9 @@ class SentenceGNN(nn.Module):
         ``batch.max() + 1`` is read from the tensor, a graph break under ``torch.compile``."""
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)
-        x, edge_index, batch = unpack(x, edge_index, batch, self.head[0].weight.dtype)
-        x = x.to(self.head[0].weight.dtype)
+        dtype = next(self.head.parameters()).dtype
+        x, edge_index, batch = unpack(x, edge_index, batch, dtype)
+        x = x.to(dtype)
         if batch is None:
             batch = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device)
             num_graphs = 1 if num_graphs is None else num_graphs

@@ -32,7 +32,7 @@ from matlang.errors import EvaluationError
 from matlang.functions import numeric
 
 if TYPE_CHECKING:
-    from typing import Self
+    from typing_extensions import Self
 
 Mono = tuple[int, ...]  # a product of scalar atoms (sorted ids, repeats allowed); () is 1
 Lin = dict[int, Fraction]  # Σ c_i · node_i over vector nodes

@@ -40,8 +40,10 @@ def run_list(args: argparse.Namespace) -> int:
     from matlang.runtime.datasets import DATASETS, data_available, data_root
 
     root = data_root()
-    rows = {name: {"present": data_available(name), "files": list(info.files)}
-            for name, info in DATASETS.items()}
+    rows: dict[str, dict[str, Any]] = {
+        name: {"present": data_available(name), "files": list(info.files)}
+        for name, info in DATASETS.items()
+    }
     if args.json:
         print(json.dumps({"root": str(root), "datasets": rows}, indent=2))
         return 0
