@@ -80,19 +80,44 @@ def pyg_dataset(
     targets: Sequence[str] | None = None,
 ) -> Any:
     """:func:`to_pyg` as an ``InMemoryDataset`` (collated once; ``transform`` runs on access,
-    ``pre_transform`` once, e.g. :class:`~compiler.layers.transforms.SentenceFeatures`)."""
-    from torch_geometric.data import InMemoryDataset
-
+    ``pre_transform`` once, e.g. :class:`~matlang.compiler.layers.transforms.SentenceFeatures`)."""
     data_list = to_pyg(obj, targets=targets)
     if pre_transform is not None:
         data_list = [pre_transform(d) for d in data_list]
+    return _dataset_class()(data_list, transform=transform)
+
+
+def _dataset_class() -> type:
+    """``MatlangDataset``, an ``InMemoryDataset`` over a list of ``Data``, made on first use
+    (PyG loads only then) and kept as this module's attribute, so that datasets pickle
+    (``torch.save``, DataLoader workers under ``spawn``) by the name
+    ``matlang.runtime.pyg.MatlangDataset``."""
+    cls = globals().get("MatlangDataset")
+    if cls is not None:
+        return cls
+    from torch_geometric.data import InMemoryDataset
 
     class MatlangDataset(InMemoryDataset):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__(None, transform=transform)
-            self._data, self.slices = self.collate(data_list)
+        """A dataset of the project as PyG data, collated once (see :func:`pyg_dataset`)."""
 
-    return MatlangDataset()
+        def __init__(
+            self,
+            data_list: Sequence[Any] = (),
+            transform: Callable[[Any], Any] | None = None,
+        ) -> None:
+            super().__init__(None, transform=transform)
+            self._data, self.slices = self.collate(list(data_list))
+
+    MatlangDataset.__module__ = __name__
+    MatlangDataset.__qualname__ = "MatlangDataset"
+    globals()["MatlangDataset"] = MatlangDataset
+    return MatlangDataset
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MatlangDataset":  # unpickling a dataset before any was made in this process
+        return _dataset_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["graph_to_data", "pyg_dataset", "to_pyg"]

@@ -3,6 +3,8 @@ data through ``runtime.pyg``), and ``torch.compile`` with dynamic shapes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from matlang.runtime.batch import Batch
@@ -225,3 +227,33 @@ def test_channel_ops_match_eager_autograd_and_check_the_graph_count() -> None:
     assert channels_op(x1, b.edge_index, b.batch, graph_key, 3).shape == (3, 2)
     with pytest.raises(GraphError, match="num_graphs=2, but the batch vector holds 3"):
         channels_op(x1, b.edge_index, b.batch, graph_key, 2)
+
+
+def test_pyg_dataset_pickles_by_name(tmp_path: Any) -> None:
+    """torch.save and DataLoader workers under ``spawn`` pickle the dataset: its class is
+    ``matlang.runtime.pyg.MatlangDataset`` (not a local class), found again in a fresh process
+    that has made no dataset yet."""
+    import pickle
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch_geometric")
+    from matlang.data import load_tu, pyg_dataset
+
+    ds = pyg_dataset(load_tu("mutag"))
+    assert type(ds).__module__ == "matlang.runtime.pyg" and type(ds).__name__ == "MatlangDataset"
+    path = tmp_path / "mutag.pt"
+    torch.save(ds, path)
+    again = torch.load(path, weights_only=False)
+    assert len(again) == len(ds) == 188
+    assert torch.equal(again[7].edge_index, ds[7].edge_index)
+    blob = tmp_path / "mutag.pkl"
+    blob.write_bytes(pickle.dumps(ds))
+    code = (
+        "import pickle, sys; ds = pickle.loads(open(sys.argv[1], 'rb').read()); "
+        "print(len(ds), int(ds[7].edge_index.shape[1]), type(ds).__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(blob)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["188", str(ds[7].edge_index.shape[1]), "matlang.runtime.pyg"]
