@@ -219,3 +219,74 @@ def test_dirty_runs_record_the_diff_hash(repo: Path, monkeypatch: pytest.MonkeyP
     assert records.is_dirty(rec)
     assert records.is_dirty({"git_commit": "abc", "earlier": [{"git_commit": "abc+dirty"}]})
     assert not records.is_dirty({"git_commit": "abc", "earlier": [{"git_commit": "abd"}]})
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@pytest.fixture(scope="module")
+def report_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from benchmarks.paper.report import write_report
+
+    if not RESULTS.is_dir():
+        pytest.skip("no results/")
+    out = tmp_path_factory.mktemp("report")
+    return write_report(RESULTS, out, plots=False)[0].read_text(encoding="utf-8")
+
+
+def _results() -> list[dict]:  # type: ignore[type-arg]
+    from benchmarks.paper.report import load_results
+
+    return [r.data for r in load_results(RESULTS)]
+
+
+def test_report_counts_the_dirty_files(report_text: str) -> None:
+    rows = _results()
+    dirty = sum(
+        any(str(p.get("git_commit") or "").endswith("+dirty") for p in [d, *d.get("earlier", [])])
+        for d in rows
+    )
+    if dirty:
+        assert f"Provenance: {dirty} of {len(rows)} result files" in report_text
+
+
+def test_report_says_what_differs_from_the_paper(report_text: str) -> None:
+    # Table 2's dataset is not the paper's Random set
+    if "### dataset `randomgraph`" in report_text:
+        assert "**Not the paper's dataset.**" in report_text
+        assert "18.8 nodes" in report_text
+    # a TU cell whose best epoch is the first is said to be no trained result
+    for d in _results():
+        if d.get("bench") == "tu" and d.get("best_epoch") == 1:
+            label = {"gin": "GIN"}.get(d["model"], d["model"])
+            assert f"{label} on {d['dataset'].upper()}: best epoch 1 of" in report_text
+    # a GNNML3 file on the adjacency outside counting is flagged, with its parameter count
+    exp = RESULTS / "exp-classify-exp-gnnml3.json"
+    if exp.exists():
+        n = json.loads(exp.read_text())["model_info"]["parameters"]
+        if n < 20_000:
+            assert f"GNNML3 on the adjacency spectrum ({n:,} parameters)" in report_text
+    assert "## Claims of the paper not reproduced here" in report_text
+    assert "**Data not available here**" in report_text
+
+
+def test_brec_table_splits_exact_rows_from_trained_models() -> None:
+    from benchmarks.paper.brec import PUBLISHED, table
+
+    def row(model: str, counts: tuple[int, int, int, int]) -> dict:  # type: ignore[type-arg]
+        cats = dict(zip(("Basic", "Regular", "Extension", "CFI"), counts, strict=True))
+        sizes = {"Basic": 60, "Regular": 140, "Extension": 100, "CFI": 100}
+        return {
+            "model": model,
+            "counts": {**cats, "Total": sum(counts)},
+            "run_per_category": {**sizes, "Total": 400},
+            "per_pair": [],
+            "seconds": 1.0,
+        }
+
+    text = table([row("gnnml3", (60, 50, 100, 3)), row("bank-L3-r10", (60, 50, 100, 60))])
+    exact, trained = text.split("**Trained models")
+    assert "bank-L3-r10 (= 3-WL by construction" in exact and "gnnml3" not in exact
+    assert "| gnnml3 | 60 | 50 | 100 | 3 | 213 |" in trained
+    assert "| PPGN (published) | 60 | 50 | 100 | 23 | 233 | |" in trained
+    assert sum(PUBLISHED["PPGN"][c] or 0 for c in ("Basic", "Regular", "Extension", "CFI")) == 233
