@@ -20,6 +20,7 @@ from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
     MARK_DIRTY,
     MARK_LAST,
+    MODEL_LABEL,
     TABLE2_DATASET_NOTE,
     deviations,
     provenance_summary,
@@ -41,18 +42,6 @@ MODEL_ORDER: tuple[str, ...] = (
     "compiled",
     "compiled-random",
 )
-MODEL_LABEL: dict[str, str] = {
-    "mlp": "MLP",
-    "gcn": "GCN",
-    "gat": "GAT",
-    "gin": "GIN",
-    "chebnet": "ChebNet",
-    "ppgn": "PPGN",
-    "gnnml1": "GNNML1",
-    "gnnml3": "GNNML3",
-    "compiled": "compiled",
-    "compiled-random": "compiled-random",
-}
 
 #: Paper Table 1: undistinguished pairs (graph8c, sr25, EXP) and EXP-classify accuracy (%).
 PAPER_TABLE1: dict[str, tuple[float, float, float, float]] = {

@@ -9,6 +9,20 @@ from typing import Any
 
 from benchmarks.records import is_dirty
 
+#: Row labels of the models (the paper's spelling).
+MODEL_LABEL: dict[str, str] = {
+    "mlp": "MLP",
+    "gcn": "GCN",
+    "gat": "GAT",
+    "gin": "GIN",
+    "chebnet": "ChebNet",
+    "ppgn": "PPGN",
+    "gnnml1": "GNNML1",
+    "gnnml3": "GNNML3",
+    "compiled": "compiled",
+    "compiled-random": "compiled-random",
+}
+
 #: Runs per cell in the paper (Table 1: 100 random seeds; Tables 2 and 3: the median of 10).
 PAPER_SEEDS = {"iso": 100, "count": 10, "filter": 10}
 #: Largest epoch budget of the authors' scripts where ours is smaller (``filtering.py``: 2,000).
@@ -93,8 +107,6 @@ def tu_flags(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown lines under a TU table: the cells whose best epoch is the first or the last
     (the mean at the first epoch is no trained result; the last: still improving), the GNNML3
     cells not in the paper's configuration, and files from a dirty tree."""
-    from benchmarks.paper.report import MODEL_LABEL
-
     out = []
     for d in sorted(rows, key=lambda d: (str(d.get("dataset")), str(d.get("model")))):
         model = str(d.get("model"))
@@ -152,6 +164,7 @@ def provenance_summary(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 __all__ = [
+    "MODEL_LABEL",
     "MARK_DEVIATES",
     "MARK_DIRTY",
     "MARK_LAST",
