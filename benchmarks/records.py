@@ -4,6 +4,7 @@ merging seeds (``--append``). Shared by ``matlang bench`` and ``python -m benchm
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -28,38 +29,74 @@ OUTPUT_PATHS = (
 )
 
 
+def _git(root: Path, *argv: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *argv], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
+
+
+def git_state(root: Path | None = None) -> dict[str, Any] | None:
+    """The repository's HEAD commit and whether tracked files other than outputs
+    (:data:`OUTPUT_PATHS`) have changes: ``{"commit", "dirty", "changed"}`` and, when dirty,
+    ``"diff_sha256"`` (the SHA-256 of ``git diff HEAD`` over those files: two runs with the
+    same hash ran the same code). ``None`` outside a repository."""
+    root = root or Path(__file__).resolve().parent.parent
+    paths = ["--", ":(top)", *OUTPUT_PATHS]
+    try:
+        head = _git(root, "rev-parse", "HEAD").strip()
+        status = _git(root, "status", "--porcelain", "--untracked-files=no", *paths)
+        diff = _git(root, "diff", "--binary", "HEAD", *paths) if status.strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not head:
+        return None
+    changed = [line[3:] for line in status.splitlines() if line.strip()]
+    state: dict[str, Any] = {"commit": head, "dirty": bool(changed), "changed": changed}
+    if changed:
+        state["diff_sha256"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()
+    return state
+
+
 def git_commit(root: Path | None = None) -> str | None:
     """The repository's HEAD commit, with ``+dirty`` when tracked files other than outputs
     (:data:`OUTPUT_PATHS`) have changes; ``None`` outside a repository."""
-    root = root or Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(root),
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                ":(top)",
-            ]
-            + list(OUTPUT_PATHS),
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+    state = git_state(root)
+    if state is None:
         return None
-    return head + ("+dirty" if dirty else "") if head else None
+    return str(state["commit"]) + ("+dirty" if state["dirty"] else "")
+
+
+def is_dirty(record: dict[str, Any]) -> bool:
+    """Whether a result file (or any run ``--append`` merged into it) was written from a tree
+    with uncommitted changes (its ``git_commit`` ends in ``+dirty``)."""
+    pieces = [record, *(record.get("earlier") or [])]
+    return any(str(p.get("git_commit") or "").endswith("+dirty") for p in pieces)
+
+
+#: The folder of the project's own result files: written only from a clean tree.
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+
+
+def check_clean_tree(path: Path | None, args: argparse.Namespace) -> None:
+    """A result file in the project's ``results/`` folder is written only from a clean tree
+    (the code that made it is then one commit); a run from a dirty tree writes elsewhere
+    (``--out``), or with ``--allow-dirty`` records its diff's hash and is marked in the
+    report."""
+    if path is None or getattr(args, "allow_dirty", False):
+        return
+    try:
+        inside = path.resolve().parent == RESULTS_DIR.resolve()
+    except OSError:
+        return
+    state = git_state() if inside else None
+    if state is None or not state["dirty"]:
+        return
+    shown = ", ".join(state["changed"][:5]) + (" …" if len(state["changed"]) > 5 else "")
+    raise MatlangError(
+        f"{path}: result files in results/ are written only from a clean tree, and tracked "
+        f"files have uncommitted changes ({shown}); commit them first, or write elsewhere "
+        "with --out DIR (the file records the diff's hash)"
+    )
 
 
 def versions() -> dict[str, str]:
@@ -92,13 +129,17 @@ def result_name(
 
 def provenance(record: dict[str, Any], start: float) -> dict[str, Any]:
     """``record`` with the command, the wall time since ``start``, the versions and the commit."""
+    state = git_state()
+    commit = None if state is None else state["commit"] + ("+dirty" if state["dirty"] else "")
     return {
         **record,
         "command": "matlang " + " ".join(sys.argv[1:]) if sys.argv else None,
         "wall_seconds": round(time.perf_counter() - start, 3),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": versions(),
-        "git_commit": git_commit(),
+        "git_commit": commit,
+        # a dirty tree: which code ran is the commit plus this diff
+        **({"git_diff_sha256": state["diff_sha256"]} if state and state["dirty"] else {}),
     }
 
 
@@ -109,6 +150,21 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def with_model_config(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its model's full configuration in ``model_info.config`` when the bench
+    recorded only a parameter count (the TU table): the configuration its protocol builds
+    (:func:`benchmarks.paper.models.recorded_configuration`)."""
+    info = record.get("model_info")
+    if not isinstance(info, dict) or info.get("config") is not None:
+        return record
+    from benchmarks.paper.models import recorded_configuration
+
+    described = recorded_configuration(record)
+    if described is None:
+        return record
+    return {**record, "model_info": {**info, **described}}
 
 
 #: The option whose checks the merge functions make, for their messages (``action``).
@@ -247,6 +303,7 @@ class ResultFile:
             raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
         if self.path is None:
             return
+        check_clean_tree(self.path, args)
         if self.append and parts is not None and not self.path.exists():
             return  # parts (folds) build their file piece by piece: the first piece starts it
         if self.append:
@@ -263,7 +320,7 @@ class ResultFile:
     def save(self, record: dict[str, Any], *, done: bool) -> dict[str, Any]:
         """Write ``record`` (the runs so far; ``done``: all of them), merged with the file's
         earlier seeds under ``--append``, and return what was written."""
-        record = provenance(record, self.start)
+        record = with_model_config(provenance(record, self.start))
         if self.parts is not None:
             return self._save_parts(record, self.parts)
         finished = [r["seed"] for r in record.get("runs", [])]
@@ -415,7 +472,15 @@ def merge_seeds(
     runs = sorted(old["runs"] + record["runs"], key=lambda r: r["seed"])
     metric = next(k for k in record["runs"][0] if k.startswith("test_"))
     per_seed = [r[metric] for r in runs]
-    provenance = ("seeds", "command", "wall_seconds", "finished", "versions", "git_commit")
+    provenance = (
+        "seeds",
+        "command",
+        "wall_seconds",
+        "finished",
+        "versions",
+        "git_commit",
+        "git_diff_sha256",
+    )
     return {
         **record,
         median_key: statistics.median(per_seed),

@@ -44,10 +44,13 @@ _ENZYMES_WIDE = {"hidden": 128, "layers": 4, "readout": ("mean", "max"), "head":
 #: regression output; those are not transcribed. Supports: ``dv`` = ``bandwidth``, ``nfreq`` =
 #: ``num_bands``, ``learnedge`` = ``learn_supports``; ``nout1``/``nout2`` = ``hidden`` /
 #: ``product_channels``; a readout followed by ``BatchNorm1d`` = ``readout_norm``; one linear
-#: layer after the readout = ``head: ()``; ``F.dropout`` before every layer = ``dropout``.
+#: layer after the readout = ``head: ()``; ``F.dropout`` before every layer = ``dropout``;
+#: ``SpectralDesign``'s default ``laplacien=True`` = ``basis: "normalized_laplacian"`` (the
+#: classification protocol's basis too; written here so that the file records it).
 AUTHORS_ARCH: dict[str, dict[str, dict[str, Any]]] = {
     "enzymes": {
         "gnnml3": {
+            "basis": "normalized_laplacian",
             "hidden": 64,
             "product_channels": 0,
             "layers": 4,
@@ -65,6 +68,7 @@ AUTHORS_ARCH: dict[str, dict[str, dict[str, Any]]] = {
     },
     "proteins": {
         "gnnml3": {
+            "basis": "normalized_laplacian",
             "hidden": 64,
             "product_channels": 0,
             "layers": 2,
@@ -78,6 +82,7 @@ AUTHORS_ARCH: dict[str, dict[str, dict[str, Any]]] = {
     },
     "ptc": {
         "gnnml3": {
+            "basis": "normalized_laplacian",
             "hidden": 64,
             "product_channels": 16,
             "layers": 4,

@@ -1,0 +1,292 @@
+"""Issue 34: GNNML3 in the paper's configuration per protocol, its parameter budget, the full
+model configuration in every result file, and result files written only from a clean tree."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from benchmarks import records  # noqa: E402
+from benchmarks.paper.models import (  # noqa: E402
+    PAPER_BASIS,
+    make_model,
+    model_configuration,
+)
+from benchmarks.paper.tu_protocols import AUTHORS_ARCH  # noqa: E402
+from matlang.errors import MatlangError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "results"
+_real_state = records.git_state
+
+
+def _params(model: object) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "basis"),
+    [
+        # the appendix: the normalised Laplacian "for all problems, except Zinc12K and
+        # substructure counting problems where the eigen decomposition was performed on the
+        # adjacency"
+        ("iso", "normalized_laplacian"),
+        ("classify", "normalized_laplacian"),
+        ("filter", "normalized_laplacian"),
+        ("mnist75", "normalized_laplacian"),
+        ("count", "adjacency"),
+        ("zinc", "adjacency"),
+    ],
+)
+def test_gnnml3_basis_per_protocol(protocol: str, basis: str) -> None:
+    assert PAPER_BASIS[protocol] == basis
+    assert model_configuration("gnnml3", protocol).support.basis == basis
+    # the variant keeps the configuration that ran before issue 34
+    assert model_configuration("gnnml3-adjacency", protocol).support.basis == "adjacency"
+
+
+def test_authors_architectures_use_the_laplacian() -> None:
+    for dataset, models in AUTHORS_ARCH.items():
+        if "gnnml3" in models:
+            cfg = model_configuration("gnnml3", "classify", options=models["gnnml3"])
+            assert cfg.support.basis == "normalized_laplacian", dataset
+
+
+# (protocol, in_dim, out_dim, task): EXP-classify ([x, degree] → one logit), Table 3 (the
+# signal → one value per node), the TU sets (one-hot labels: MUTAG 7, ENZYMES 3, PROTEINS 3,
+# PTC 19 → classes), ZINC (28 atom types), MNIST-75 ([intensity, degree] → 10 classes)
+SHAPES = [
+    ("classify", 2, 1, "graph"),
+    ("filter", 1, 1, "node"),
+    ("classify", 7, 2, "graph"),
+    ("classify", 3, 6, "graph"),
+    ("classify", 3, 2, "graph"),
+    ("classify", 19, 2, "graph"),
+    ("zinc", 28, 1, "graph"),
+    ("mnist75", 2, 10, "graph"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "in_dim", "out_dim", "task"), SHAPES)
+def test_gnnml3_has_the_papers_parameter_budget(
+    protocol: str, in_dim: int, out_dim: int, task: str
+) -> None:
+    # "roughly 30K trainable parameters for all problems and all models" (appendix); every
+    # other reference model of the project has 29-35K
+    n = _params(make_model("gnnml3", in_dim, out_dim, protocol=protocol, task=task))
+    others = [
+        _params(make_model(m, in_dim, out_dim, protocol=protocol, task=task))
+        for m in ("mlp", "gcn", "gin", "gnnml1")
+    ]
+    assert 27_000 <= n <= 34_000, n
+    assert min(others) - 3_000 <= n <= max(others) + 3_000
+
+
+@pytest.mark.parametrize(
+    ("file", "in_dim", "out_dim", "protocol", "task"),
+    [
+        ("exp-classify-exp-gnnml3.json", 2, 1, "classify", "graph"),
+        ("filter-twodgrid30-band-gnnml3.json", 1, 1, "filter", "node"),
+    ],
+)
+def test_adjacency_variant_is_the_model_that_ran(
+    file: str, in_dim: int, out_dim: int, protocol: str, task: str
+) -> None:
+    """``gnnml3-adjacency`` builds exactly the model of the result files written before
+    issue 34 (same configuration, same parameter count)."""
+    path = RESULTS / file
+    if not path.exists():
+        pytest.skip(f"{file} not in results/")
+    info = json.loads(path.read_text(encoding="utf-8"))["model_info"]
+    model = make_model("gnnml3-adjacency", in_dim, out_dim, protocol=protocol, task=task)
+    assert _params(model) == info["parameters"]
+    recorded = info["config"].get("support", info["config"])  # older files: flat
+    assert recorded["basis"] == "adjacency"
+    assert model.config.support.basis == "adjacency"  # type: ignore[attr-defined]
+    assert model.config.hidden == info["config"]["hidden"]  # type: ignore[attr-defined]
+    assert model.config.support.num_bands == recorded["num_bands"]  # type: ignore[attr-defined]
+
+
+def test_tu_record_gets_the_full_configuration() -> None:
+    record = {
+        "bench": "tu",
+        "dataset": "enzymes",
+        "model": "gnnml3",
+        "config": {"model_options": AUTHORS_ARCH["enzymes"]["gnnml3"]},
+        "model_info": {"parameters": 1},
+    }
+    info = records.with_model_config(record)["model_info"]
+    assert info["parameters"] == 1 and info["class"] == "GNNML3"
+    assert info["config"]["hidden"] == 64 and info["config"]["layers"] == 4
+    assert info["config"]["support"]["basis"] == "normalized_laplacian"
+    assert info["config"]["support"]["num_bands"] == 4
+    # a sentence model is no reference model: nothing added
+    sentence = {**record, "model": "sentence"}
+    assert records.with_model_config(sentence) == sentence
+
+
+def _bench(*argv: str) -> int:
+    from matlang.cli import main
+
+    return main(["bench", *argv, "--no-progress", "--json"])
+
+
+def test_one_epoch_smoke_runs_record_the_papers_configuration(tmp_path: Path) -> None:
+    """EXP-classify on a few graphs and one TU fold, one epoch each: the files hold the
+    Laplacian configuration and its ~30K parameters."""
+    out = str(tmp_path)
+    assert _bench("exp-classify", "--model", "gnnml3", "--epochs", "1", "--limit", "8",
+                  "--out", out) == 0  # fmt: skip
+    exp = json.loads((tmp_path / "exp-classify-exp-gnnml3.limit8.json").read_text())
+    assert exp["model_info"]["config"]["support"]["basis"] == "normalized_laplacian"
+    assert exp["model_info"]["parameters"] == _params(
+        make_model("gnnml3", 2, 1, protocol="classify")
+    )
+    assert _bench("tu", "--dataset", "mutag", "--model", "gnnml3", "--epochs", "1",
+                  "--folds", "1", "--out", out) == 0  # fmt: skip
+    tu = json.loads((tmp_path / "tu-mutag-gnnml3.folds1-1.json").read_text())
+    assert tu["model_info"]["config"]["support"]["basis"] == "normalized_laplacian"
+    assert tu["model_info"]["parameters"] == _params(
+        make_model("gnnml3", 7, 2, protocol="classify")
+    )
+    assert 27_000 <= tu["model_info"]["parameters"] <= 34_000
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def _git(root: Path, *argv: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *argv], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "t@example.org")
+    _git(root, "config", "user.name", "t")
+    (root / "code.py").write_text("x = 1\n")
+    (root / "results").mkdir()
+    (root / "results" / "a.json").write_text("{}\n")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "start")
+    return root
+
+
+def test_git_state_hashes_the_diff(repo: Path) -> None:
+    clean = records.git_state(repo)
+    assert clean is not None and not clean["dirty"] and "diff_sha256" not in clean
+    (repo / "results" / "a.json").write_text('{"b": 1}\n')  # an output: still clean
+    assert not records.git_state(repo)["dirty"]  # type: ignore[index]
+    (repo / "code.py").write_text("x = 2\n")
+    one = records.git_state(repo)
+    assert one is not None and one["dirty"] and one["changed"] == ["code.py"]
+    (repo / "code.py").write_text("x = 3\n")
+    two = records.git_state(repo)
+    assert two is not None and two["diff_sha256"] != one["diff_sha256"]
+    (repo / "code.py").write_text("x = 2\n")
+    assert records.git_state(repo)["diff_sha256"] == one["diff_sha256"]  # type: ignore[index]
+    assert records.git_commit(repo) == clean["commit"] + "+dirty"
+
+
+def test_results_folder_refuses_a_dirty_tree(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records, "RESULTS_DIR", repo / "results")
+    monkeypatch.setattr(records, "git_state", lambda root=None: _real_state(repo))
+    args = argparse.Namespace(allow_dirty=False)
+    records.check_clean_tree(repo / "results" / "x.json", args)  # clean: fine
+    (repo / "code.py").write_text("x = 2\n")
+    with pytest.raises(MatlangError, match=r"clean tree.*code\.py"):
+        records.check_clean_tree(repo / "results" / "x.json", args)
+    records.check_clean_tree(repo / "elsewhere" / "x.json", args)  # --out elsewhere: fine
+    records.check_clean_tree(repo / "results" / "x.json", argparse.Namespace(allow_dirty=True))
+
+
+def test_dirty_runs_record_the_diff_hash(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "code.py").write_text("x = 5\n")
+    monkeypatch.setattr(records, "git_state", lambda root=None: _real_state(repo))
+    rec = records.provenance({"bench": "x"}, 0.0)
+    assert rec["git_commit"].endswith("+dirty")
+    assert rec["git_diff_sha256"] == _real_state(repo)["diff_sha256"]  # type: ignore[index]
+    assert records.is_dirty(rec)
+    assert records.is_dirty({"git_commit": "abc", "earlier": [{"git_commit": "abc+dirty"}]})
+    assert not records.is_dirty({"git_commit": "abc", "earlier": [{"git_commit": "abd"}]})
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@pytest.fixture(scope="module")
+def report_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from benchmarks.paper.report import write_report
+
+    if not RESULTS.is_dir():
+        pytest.skip("no results/")
+    out = tmp_path_factory.mktemp("report")
+    return write_report(RESULTS, out, plots=False)[0].read_text(encoding="utf-8")
+
+
+def _results() -> list[dict]:  # type: ignore[type-arg]
+    from benchmarks.paper.report import load_results
+
+    return [r.data for r in load_results(RESULTS)]
+
+
+def test_report_counts_the_dirty_files(report_text: str) -> None:
+    rows = _results()
+    dirty = sum(
+        any(str(p.get("git_commit") or "").endswith("+dirty") for p in [d, *d.get("earlier", [])])
+        for d in rows
+    )
+    if dirty:
+        assert f"Provenance: {dirty} of {len(rows)} result files" in report_text
+
+
+def test_report_says_what_differs_from_the_paper(report_text: str) -> None:
+    # Table 2's dataset is not the paper's Random set
+    if "### dataset `randomgraph`" in report_text:
+        assert "**Not the paper's dataset.**" in report_text
+        assert "18.8 nodes" in report_text
+    # a TU cell whose best epoch is the first is said to be no trained result
+    for d in _results():
+        if d.get("bench") == "tu" and d.get("best_epoch") == 1:
+            label = {"gin": "GIN"}.get(d["model"], d["model"])
+            assert f"{label} on {d['dataset'].upper()}: best epoch 1 of" in report_text
+    # a GNNML3 file on the adjacency outside counting is flagged, with its parameter count
+    exp = RESULTS / "exp-classify-exp-gnnml3.json"
+    if exp.exists():
+        n = json.loads(exp.read_text())["model_info"]["parameters"]
+        if n < 20_000:
+            assert f"GNNML3 on the adjacency spectrum ({n:,} parameters)" in report_text
+    assert "## Claims of the paper not reproduced here" in report_text
+    assert "**Data not available here**" in report_text
+
+
+def test_brec_table_splits_exact_rows_from_trained_models() -> None:
+    from benchmarks.paper.brec import PUBLISHED, table
+
+    def row(model: str, counts: tuple[int, int, int, int]) -> dict:  # type: ignore[type-arg]
+        cats = dict(zip(("Basic", "Regular", "Extension", "CFI"), counts, strict=True))
+        sizes = {"Basic": 60, "Regular": 140, "Extension": 100, "CFI": 100}
+        return {
+            "model": model,
+            "counts": {**cats, "Total": sum(counts)},
+            "run_per_category": {**sizes, "Total": 400},
+            "per_pair": [],
+            "seconds": 1.0,
+        }
+
+    text = table([row("gnnml3", (60, 50, 100, 3)), row("bank-L3-r10", (60, 50, 100, 60))])
+    exact, trained = text.split("**Trained models")
+    assert "bank-L3-r10 (= 3-WL by construction" in exact and "gnnml3" not in exact
+    assert "| gnnml3 | 60 | 50 | 100 | 3 | 213 |" in trained
+    assert "| PPGN (published) | 60 | 50 | 100 | 23 | 233 | |" in trained
+    assert sum(PUBLISHED["PPGN"][c] or 0 for c in ("Basic", "Regular", "Extension", "CFI")) == 233
