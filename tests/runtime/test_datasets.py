@@ -44,14 +44,20 @@ def test_no_folder_names_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         datasets.data_root()
 
 
-def test_default_is_shared_data_next_to_cwd(
+def test_default_is_the_shipped_data_wherever_the_cwd_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without MATLANG_DATA the datasets come with matlang: the repository's data/ (this checkout
+    is an editable install) whatever the working folder, and a data folder beside the cwd is not
+    read any more."""
     monkeypatch.delenv("MATLANG_DATA", raising=False)
     (tmp_path / "shared" / "data").mkdir(parents=True)
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    assert datasets.data_root() == (tmp_path / "shared" / "data").resolve()
+    root = Path(__file__).resolve().parents[2] / "data"
+    assert datasets.data_root() == root
+    assert (root / "README.md").is_file() and datasets.data_available("brec")
+    assert len(datasets.load_tu("mutag").graphs) == 188
 
 
 def test_missing_file_and_unknown_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
