@@ -126,6 +126,23 @@ def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = Fal
     return _classify(sentence, witness=witness, library=library)
 
 
+def pattern(
+    pattern: Any, *, rooted: bool = False, witness: bool = True, datasets: bool = False
+) -> Any:
+    """The exact subgraph-count sentence of a small pattern (a built-in name, an edge list,
+    graph6 or a graph), its fragment and the WL level counting it needs, with a witness (see
+    :func:`matlang.patterns.pattern`; returns a :class:`matlang.patterns.PatternResult`).
+    ``datasets`` also searches the data folder's pairs (sr25 for certificates; graph8c, EXP)."""
+    from matlang.patterns import pattern as _pattern
+
+    extra: tuple[Any, ...] = ()
+    if witness and datasets:
+        from matlang.runtime.datasets import witness_classes
+
+        extra = witness_classes()
+    return _pattern(pattern, rooted=rooted, witness=witness, extra=extra)
+
+
 if TYPE_CHECKING:
     from matlang.compiler.api import compile
 else:
@@ -155,5 +172,6 @@ __all__ = [
     "evaluate",
     "compile",
     "classify",
+    "pattern",
     "Analysis",
 ]

@@ -125,8 +125,9 @@ def _leaves(g: SmallGraph, colours: list[int]) -> Iterator[list[int]]:
     for v in range(g.n):
         if colours[v] == target:
             # v gets a colour of its own just below its cell; ranks are kept apart by doubling
-            yield from _leaves(g, [2 * c + (1 if (c == target and u != v) else 0)
-                                   for u, c in enumerate(colours)])
+            yield from _leaves(
+                g, [2 * c + (1 if (c == target and u != v) else 0) for u, c in enumerate(colours)]
+            )
 
 
 def _code(g: SmallGraph, colours: list[int]) -> tuple[tuple[int, int], ...]:
@@ -278,11 +279,7 @@ def spasm(p: SmallGraph, *, root: int | None = None) -> list[Quotient]:
             if key not in groups:
                 groups[key] = [q, r, 0]
             groups[key][2] += mobius(blocks)
-    out = [
-        Quotient(q, Fraction(c, aut), treewidth(q), r)
-        for q, r, c in groups.values()
-        if c != 0
-    ]
+    out = [Quotient(q, Fraction(c, aut), treewidth(q), r) for q, r, c in groups.values() if c != 0]
     out.sort(key=lambda x: (-x.graph.n, -len(x.graph.edges)))
     return out
 
@@ -316,22 +313,21 @@ def hom_count(f: SmallGraph, adjacency: np.ndarray, *, root: int | None = None) 
     factors: list[tuple[tuple[int, ...], np.ndarray]] = [((u, v), a) for u, v in sorted(f.edges)]
     alive = [v for v in range(f.n) if v != root]
     while alive:
-        def width(v: int) -> int:
-            return len({x for vs, _ in factors if v in vs for x in vs})
-
-        v = min(alive, key=width)
+        v = min(alive, key=lambda v, fs=factors: len({x for vs, _ in fs if v in vs for x in vs}))
         alive.remove(v)
         mine = [fa for fa in factors if v in fa[0]]
         factors = [fa for fa in factors if v not in fa[0]]
         out_vars = tuple(sorted({x for vs, _ in mine for x in vs} - {v}))
-        letters = {x: chr(97 + i) for i, x in enumerate(sorted({x for vs, _ in mine for x in vs}
-                                                               | {v}))}
+        letters = {
+            x: chr(97 + i) for i, x in enumerate(sorted({x for vs, _ in mine for x in vs} | {v}))
+        }
         if not mine:
             t = np.array(n, dtype=a.dtype)  # an isolated node: n choices
         else:
             spec = ",".join("".join(letters[x] for x in vs) for vs, _ in mine)
-            t = np.einsum(spec + "->" + "".join(letters[x] for x in out_vars),
-                          *[t for _, t in mine])
+            t = np.einsum(
+                spec + "->" + "".join(letters[x] for x in out_vars), *[t for _, t in mine]
+            )
         factors.append((out_vars, t))
     if root is None:
         total: object = 1

@@ -65,9 +65,7 @@ def connected_atlas(lo: int, hi: int) -> list[SmallGraph]:
     from networkx.generators.atlas import graph_atlas_g
 
     return [
-        small(g)
-        for g in graph_atlas_g()
-        if lo <= g.number_of_nodes() <= hi and nx.is_connected(g)
+        small(g) for g in graph_atlas_g() if lo <= g.number_of_nodes() <= hi and nx.is_connected(g)
     ]
 
 
@@ -128,7 +126,8 @@ def test_partitions_are_independent_and_counted_by_bell_numbers() -> None:
     c5 = cycle(5)
     for blocks in independent_partitions(c5):
         for b in blocks:
-            assert not any((min(u, v), max(u, v)) in c5.edges for u, v in itertools.combinations(b, 2))
+            pairs = itertools.combinations(b, 2)
+            assert not any((min(u, v), max(u, v)) in c5.edges for u, v in pairs)
 
 
 def test_four_cycle_spasm_is_the_known_formula() -> None:
