@@ -144,6 +144,58 @@ def canonical(g: SmallGraph, root: int | None = None) -> tuple[int, tuple[tuple[
     return g.n, min(_code(g, c) for c in _leaves(g, start))
 
 
+def _joint_colours(
+    g: SmallGraph, h: SmallGraph, rg: int | None, rh: int | None
+) -> tuple[list[int], list[int]]:
+    """Stable colours of g and h refined together (so that they are comparable)."""
+    union = SmallGraph(g.n + h.n, g.edges | {(u + g.n, v + g.n) for u, v in h.edges})
+    start = [0] * union.n
+    if rg is not None and rh is not None:
+        start[rg] = start[g.n + rh] = 1
+    c = _refine(union, start)
+    return c[: g.n], c[g.n :]
+
+
+def isomorphic(g: SmallGraph, h: SmallGraph, rg: int | None = None, rh: int | None = None) -> bool:
+    """Whether g ≅ h (with rg mapped to rh when given): colour refinement of both together,
+    then backtracking over colour-preserving maps."""
+    if g.n != h.n or len(g.edges) != len(h.edges):
+        return False
+    cg, ch = _joint_colours(g, h, rg, rh)
+    if sorted(cg) != sorted(ch):
+        return False
+    order = sorted(range(g.n), key=lambda v: (sum(cg[x] == cg[v] for x in range(g.n)), v))
+    image: dict[int, int] = {}
+    used: set[int] = set()
+    ng, nh = g.neighbours, h.neighbours
+
+    def extend(i: int) -> bool:
+        if i == g.n:
+            return True
+        v = order[i]
+        for w in range(h.n):
+            if w in used or ch[w] != cg[v]:
+                continue
+            if all((image[u] in nh[w]) == (u in ng[v]) for u in image):
+                image[v] = w
+                used.add(w)
+                if extend(i + 1):
+                    return True
+                del image[v]
+                used.discard(w)
+        return False
+
+    return extend(0)
+
+
+def invariant(g: SmallGraph, root: int | None = None) -> tuple[object, ...]:
+    """An isomorphism invariant: sizes and the multiset of stable colour-refinement colours."""
+    start = [0] * g.n
+    if root is not None:
+        start[root] = 1
+    return g.n, len(g.edges), tuple(sorted(_refine(g, start)))
+
+
 def automorphisms(g: SmallGraph) -> int:
     """|Aut(g)|, by backtracking over degree-preserving maps."""
     nb = g.neighbours
@@ -263,23 +315,28 @@ class Quotient:
 
 def spasm(p: SmallGraph, *, root: int | None = None) -> list[Quotient]:
     """sub(P, G) = Σ_Q coefficient(Q) · hom(Q, G) over the returned quotients (nonzero
-    coefficients only, fewest nodes last). With ``root``: the count of copies of P with
-    ``root`` on a given node v of G, summed over P's nodes, as Σ_Q coefficient · hom_root(Q, G)(v)
-    (so Σ_v of it is |V(P)| · sub(P, G) and the vector counts copies of P through v) — root
-    must be None there; call :func:`rooted_spasm`."""
+    coefficients only, most nodes first). With ``root``: copies of P with ``root`` on a given
+    node v of G as Σ_Q coefficient · hom(Q, G; root's block ↦ v) (see :func:`rooted_spasm`)."""
     if p.n > MAX_NODES:
         raise PatternError(f"patterns have at most {MAX_NODES} nodes, got {p.n}")
     aut = automorphisms(p)
-    groups: dict[object, list] = {}
+    # invariant → [[quotient, root, summed μ], ...] of pairwise non-isomorphic quotients
+    buckets: dict[object, list[list]] = {}
     for blocks in independent_partitions(p):
         q, where = quotient(p, blocks)
-        roots = [None] if root is None else [where[root]]
-        for r in roots:
-            key = canonical(q, r)
-            if key not in groups:
-                groups[key] = [q, r, 0]
-            groups[key][2] += mobius(blocks)
-    out = [Quotient(q, Fraction(c, aut), treewidth(q), r) for q, r, c in groups.values() if c != 0]
+        r = None if root is None else where[root]
+        bucket = buckets.setdefault(invariant(q, r), [])
+        entry = next((e for e in bucket if isomorphic(e[0], q, e[1], r)), None)
+        if entry is None:
+            entry = [q, r, 0]
+            bucket.append(entry)
+        entry[2] += mobius(blocks)
+    out = [
+        Quotient(q, Fraction(c, aut), treewidth(q), r)
+        for bucket in buckets.values()
+        for q, r, c in bucket
+        if c != 0
+    ]
     out.sort(key=lambda x: (-x.graph.n, -len(x.graph.edges)))
     return out
 
@@ -287,14 +344,18 @@ def spasm(p: SmallGraph, *, root: int | None = None) -> list[Quotient]:
 def rooted_spasm(p: SmallGraph) -> list[Quotient]:
     """The per-node count: copies of P through node v of G as Σ_Q coefficient · hom_root(Q)(v),
     from inj_r(P, G)(v) (copies with r on v) summed over P's nodes r, divided by |Aut(P)|."""
-    groups: dict[object, Quotient] = {}
+    groups: list[Quotient] = []
     for r in range(p.n):
         for q in spasm(p, root=r):
-            key = canonical(q.graph, q.root)
-            old = groups.get(key)
-            c = q.coefficient + (old.coefficient if old is not None else 0)
-            groups[key] = Quotient(q.graph, c, q.treewidth, q.root)
-    out = [q for q in groups.values() if q.coefficient != 0]
+            for i, old in enumerate(groups):
+                if isomorphic(old.graph, q.graph, old.root, q.root):
+                    groups[i] = Quotient(
+                        old.graph, old.coefficient + q.coefficient, old.treewidth, old.root
+                    )
+                    break
+            else:
+                groups.append(q)
+    out = [q for q in groups if q.coefficient != 0]
     out.sort(key=lambda x: (-x.graph.n, -len(x.graph.edges)))
     return out
 
@@ -354,6 +415,8 @@ __all__ = [
     "canonical",
     "hom_count",
     "independent_partitions",
+    "invariant",
+    "isomorphic",
     "mobius",
     "quotient",
     "rooted_spasm",
