@@ -392,7 +392,8 @@ class PatternResult:
     def explain(self) -> str:
         g = self.graph
         lines = [
-            f"pattern:    {self.name} ({self.graph6}; {g.n} nodes, {len(g.edges)} edges, "
+            f"pattern:    {self.name} ({self.graph6}; {g.n} nodes, {len(g.edges)} "
+            f"edge{'s' if len(g.edges) != 1 else ''}, "
             f"|Aut| = {self.automorphisms})",
             f"fragment:   {self.fragment}",
             f"WL:         {self.wl}",

@@ -363,42 +363,59 @@ def rooted_spasm(p: SmallGraph) -> list[Quotient]:
 # --------------------------------------------------------------------------- counting
 
 
-def hom_count(f: SmallGraph, adjacency: np.ndarray, *, root: int | None = None) -> object:
-    """hom(F, G) as an exact int (a vector of ints over G's nodes with ``root``), by variable
-    elimination over F's nodes (min-degree order) on numpy — not the MATLANG evaluator."""
+def _eliminate(
+    f: SmallGraph, adjacency: np.ndarray, root: int | None
+) -> tuple[list[tuple[tuple[int, ...], np.ndarray]], int]:
+    """Variable elimination of F's nodes (all but ``root``) over the factors A[u, v], one per
+    edge, smallest scope first; returns the factors left (scopes () or (root,)) and n."""
     a = np.asarray(adjacency)
-    n = a.shape[0]
-    big = n ** max(f.n, 1) >= 2**62
+    n = int(a.shape[0])
+    big = n ** max(f.n, 1) >= 2**62  # exact Python ints where int64 could overflow
     a = a.astype(object if big else np.int64)
-    # factors: (variables, tensor)
     factors: list[tuple[tuple[int, ...], np.ndarray]] = [((u, v), a) for u, v in sorted(f.edges)]
+
+    def scope(v: int) -> int:
+        return len({x for vs, _ in factors if v in vs for x in vs})
+
     alive = [v for v in range(f.n) if v != root]
     while alive:
-        v = min(alive, key=lambda v, fs=factors: len({x for vs, _ in fs if v in vs for x in vs}))
+        v = min(alive, key=scope)
         alive.remove(v)
         mine = [fa for fa in factors if v in fa[0]]
         factors = [fa for fa in factors if v not in fa[0]]
-        out_vars = tuple(sorted({x for vs, _ in mine for x in vs} - {v}))
-        letters = {
-            x: chr(97 + i) for i, x in enumerate(sorted({x for vs, _ in mine for x in vs} | {v}))
-        }
+        names = sorted({x for vs, _ in mine for x in vs} | {v})
+        letters = {x: chr(97 + i) for i, x in enumerate(names)}
+        out_vars = tuple(x for x in names if x != v)
         if not mine:
             t = np.array(n, dtype=a.dtype)  # an isolated node: n choices
         else:
             spec = ",".join("".join(letters[x] for x in vs) for vs, _ in mine)
-            t = np.einsum(
-                spec + "->" + "".join(letters[x] for x in out_vars), *[t for _, t in mine]
-            )
+            out = "".join(letters[x] for x in out_vars)
+            t = np.asarray(np.einsum(f"{spec}->{out}", *[t for _, t in mine]))
         factors.append((out_vars, t))
-    if root is None:
-        total: object = 1
-        for _, t in factors:
-            total = total * t.item() if hasattr(t, "item") else total * t
-        return int(total)  # type: ignore[call-overload]
-    vec = np.ones(n, dtype=a.dtype)
+    return factors, n
+
+
+def hom_count(f: SmallGraph, adjacency: np.ndarray) -> int:
+    """hom(F, G) as an exact int, by variable elimination over F's nodes on numpy (einsum) —
+    independent of the MATLANG evaluator."""
+    factors, _ = _eliminate(f, adjacency, None)
+    total = 1
+    for _, t in factors:
+        total *= int(t.item())
+    return total
+
+
+def rooted_hom_count(f: SmallGraph, adjacency: np.ndarray, root: int) -> list[int]:
+    """hom(F, G) with ``root`` on each node of G: one exact int per node."""
+    factors, n = _eliminate(f, adjacency, root)
+    vec = [1] * n
     for vs, t in factors:
-        vec = vec * t if vs == (root,) else vec * (t.item() if hasattr(t, "item") else t)
-    return [int(x) for x in vec]
+        if vs == (root,):
+            vec = [x * int(y) for x, y in zip(vec, t.tolist())]
+        else:
+            vec = [x * int(t.item()) for x in vec]
+    return vec
 
 
 def sub_count(p: SmallGraph, adjacency: np.ndarray) -> Fraction:
@@ -419,6 +436,7 @@ __all__ = [
     "isomorphic",
     "mobius",
     "quotient",
+    "rooted_hom_count",
     "rooted_spasm",
     "spasm",
     "sub_count",
