@@ -55,7 +55,6 @@ BUILTIN_PATTERNS: dict[str, SmallGraph] = {
 }
 
 _FAMILY = re.compile(r"(C|cycle|P|path|K|complete|star)(\d+)")
-_EDGE = re.compile(r"\s*(\d+)\s*[-,:\s]\s*(\d+)\s*")
 
 
 def pattern_names() -> list[str]:
