@@ -78,7 +78,8 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
     """The exact value of a sentence on a graph or a list of graphs (see
     :func:`matlang.evaluator.evaluate`).
 
-    ``sparse=True`` computes it on GraphBLAS (:func:`matlang.compiler.constants.evaluate_sparse`): the
+    ``sparse=True`` computes it on GraphBLAS
+    (:func:`matlang.compiler.constants.evaluate_sparse`): the
     same exact integers and Fractions for sentences without node inputs, on graphs too large
     for a dense n×n matrix (a matrix value comes back as a scipy CSR array). ``None`` (default)
     chooses GraphBLAS for a scipy sparse adjacency, a PyG ``Data``/``Batch`` or a
