@@ -78,7 +78,8 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
     """The exact value of a sentence on a graph or a list of graphs (see
     :func:`matlang.evaluator.evaluate`).
 
-    ``sparse=True`` computes it on GraphBLAS (:func:`matlang.compiler.constants.evaluate_sparse`): the
+    ``sparse=True`` computes it on GraphBLAS
+    (:func:`matlang.compiler.constants.evaluate_sparse`): the
     same exact integers and Fractions for sentences without node inputs, on graphs too large
     for a dense n×n matrix (a matrix value comes back as a scipy CSR array). ``None`` (default)
     chooses GraphBLAS for a scipy sparse adjacency, a PyG ``Data``/``Batch`` or a
@@ -126,6 +127,23 @@ def classify(sentence: Expr | str, *, witness: bool = True, datasets: bool = Fal
     return _classify(sentence, witness=witness, library=library)
 
 
+def pattern(
+    pattern: Any, *, rooted: bool = False, witness: bool = True, datasets: bool = False
+) -> Any:
+    """The exact subgraph-count sentence of a small pattern (a built-in name, an edge list,
+    graph6 or a graph), its fragment and the WL level counting it needs, with a witness (see
+    :func:`matlang.patterns.pattern`; returns a :class:`matlang.patterns.PatternResult`).
+    ``datasets`` also searches the data folder's pairs (sr25 for certificates; graph8c, EXP)."""
+    from matlang.patterns import pattern as _pattern
+
+    extra: tuple[Any, ...] = ()
+    if witness and datasets:
+        from matlang.runtime.datasets import witness_classes
+
+        extra = witness_classes()
+    return _pattern(pattern, rooted=rooted, witness=witness, extra=extra)
+
+
 if TYPE_CHECKING:
     from matlang.compiler.api import compile
 else:
@@ -155,5 +173,6 @@ __all__ = [
     "evaluate",
     "compile",
     "classify",
+    "pattern",
     "Analysis",
 ]

@@ -54,6 +54,80 @@ COUNT_SENTENCES: dict[str, str] = {
     "custom": "𝟏ᵀ A diag(exp(-A^2 𝟏)) A 𝟏",
 }
 
+#: ``--task pattern:NAME``: the count of a pattern (:func:`matlang.pattern`), beyond the paper.
+PATTERN_PREFIX = "pattern:"
+
+
+def pattern_name(task: str) -> str | None:
+    """NAME of a ``pattern:NAME`` task, else None."""
+    return task[len(PATTERN_PREFIX) :] if task.startswith(PATTERN_PREFIX) else None
+
+
+def task_file_name(task: str) -> str:
+    """The task as a result file names it (``pattern:C5`` → ``pattern-C5``)."""
+    name = pattern_name(task)
+    if name is None:
+        return task
+    safe = "".join(c if c.isalnum() or c in "_" else "_" for c in name)
+    return f"pattern-{safe}"
+
+
+def pattern_task(task: str) -> dict[str, Any]:
+    """A ``pattern:NAME`` task: the pattern's exact counting program (labels), its rooted
+    program (the ``sentence`` model's supports), the theory's level, and the pattern's graph6.
+    A pattern that no MATLANG sentence counts (fragment "none") is an error naming why."""
+    from matlang.patterns import pattern
+
+    name = pattern_name(task)
+    assert name is not None
+    if not name:
+        raise MatlangError("--task pattern:NAME needs a pattern (C5, K4, house, 0-1 1-2 2-0 …)")
+    res = pattern(name, witness=False)
+    if res.sentence is None:
+        raise MatlangError(
+            f"task {task!r}: no MATLANG sentence counts this pattern ({res.reason}); "
+            "its labels would need a count beyond 3-WL"
+        )
+    rooted = pattern(name, rooted=True, witness=False)
+    theory = {"L1": "1-WL", "L2": "L2", "L3": "3-WL"}[res.fragment]
+    return {
+        "pattern": res.graph6,
+        "sentence": res.sentence,
+        "rooted_sentence": rooted.sentence,
+        "fragment": res.fragment,
+        "theory": theory,
+        "reason": res.reason,
+    }
+
+
+def pattern_supports(rooted_sentence: str, graphs: Sequence[Any], limit: int = 4) -> list[str]:
+    """Supports for SentenceGNN from a pattern's rooted sentence: I, A / 3 and its masked matrices
+    (the matrix-valued ⊙ subexpressions, fewest nodes first, at most ``limit``), each divided by
+    three times its largest entry over ``graphs``, rounded up (entries at most 1/3, as A / 3;
+    products of supports over 4 layers diverge in the first epochs with larger entries)."""
+    import math
+
+    from matlang import ast
+    from matlang.evaluator import evaluate_graph
+    from matlang.parser import parse
+    from matlang.printer import to_text
+
+    expr = parse(rooted_sentence)
+    masked: dict[str, ast.Expr] = {}
+    for node in expr.walk():
+        if isinstance(node, ast.Hadamard) and node.shape.is_matrix:
+            masked.setdefault(to_text(node, definitions=False), node)
+    chosen = sorted(masked.items(), key=lambda kv: (sum(1 for _ in kv[1].walk()), kv[0]))
+    out = ["I", "A / 3"]  # as COUNT_SUPPORTS
+    for text, node in chosen[:limit]:
+        top = max(
+            (float(np.abs(np.asarray(evaluate_graph(node, g))).max()) for g in graphs), default=1.0
+        )
+        scale = max(1, math.ceil(3 * top))  # entries at most 1/3, as A / 3
+        out.append(f"({text}) / {scale}" if scale > 1 else text)
+    return out
+
+
 #: The label array a dataset file may carry for each task (compared, never trusted).
 COUNT_LABELS: dict[str, str] = {
     "star": "count_star",
@@ -144,9 +218,13 @@ def count_targets(
     from matlang.evaluator import evaluate_graph
     from matlang.parser import parse_program
 
+    if sentence is None and pattern_name(task) is not None:
+        sentence = pattern_task(task)["sentence"]
     if sentence is None:
         if task not in COUNT_SENTENCES:
-            raise MatlangError(f"unknown task {task!r}; known: {', '.join(COUNT_SENTENCES)}")
+            raise MatlangError(
+                f"unknown task {task!r}; known: {', '.join(COUNT_SENTENCES)}, pattern:NAME"
+            )
         sentence = COUNT_SENTENCES[task]
     program = parse_program(sentence)
     if not program.sentences:
@@ -225,6 +303,13 @@ def count_test(
     cache = PreprocessCache(max_entries=None)
     head = torch.tensor([[1.0 / targets.scale]])
     sizes = {"train": len(tr), "val": len(va), "test": len(te)}
+    if model.lower() == "sentence" and pattern_name(task) is not None:
+        # SentenceGNN's supports: the masked matrices of the pattern's rooted sentence
+        options = dict(options or {})
+        if "sentences" not in options:
+            rooted = pattern_task(task)["rooted_sentence"]
+            train_graphs = [data.graphs[i] for i in splits[0]]
+            options["sentences"] = tuple(pattern_supports(rooted, train_graphs))
 
     def result(runs: list[SeedRun], info: dict[str, Any]) -> CountResult:
         return CountResult(median_metric(runs), runs, targets, info, sizes)
@@ -384,8 +469,13 @@ def bench(args: argparse.Namespace) -> int:
     sentences = [args.sentence] if args.sentence else []
     tags = variant_tags(protocol, layers, reduction, options, args.variant)
     name = result_name(
-        "count", args.dataset, args.task, args.model, variant(args.limit, sentences, tags)
+        "count",
+        args.dataset,
+        task_file_name(args.task),
+        args.model,
+        variant(args.limit, sentences, tags),
     )
+    theory = pattern_task(args.task) if pattern_name(args.task) is not None else None
     out = ResultFile(args, name, config, seeds, implied=IMPLIED_CONFIG)
     data = (
         datasets.load_randomgraph()
@@ -417,6 +507,11 @@ def bench(args: argparse.Namespace) -> int:
                 "file_label": t.file_label,
                 "file_label_disagreements": t.disagreements,
             },
+            **(
+                {"pattern": {k: theory[k] for k in ("pattern", "fragment", "theory", "reason")}}
+                if theory is not None
+                else {}
+            ),
             "data": {"source": data.source, "sizes": res.sizes, "data_seed": args.data_seed},
             "config": config,
             "model_info": res.model,
@@ -474,6 +569,7 @@ __all__ = [
     "LOSS",
     "LOSSES",
     "LOSS_MEAN",
+    "PATTERN_PREFIX",
     "PROTOCOLS",
     "CountProtocol",
     "CountResult",
@@ -483,5 +579,9 @@ __all__ = [
     "count_test",
     "model_options",
     "parse_option",
+    "pattern_name",
+    "pattern_supports",
+    "pattern_task",
+    "task_file_name",
     "variant_tags",
 ]

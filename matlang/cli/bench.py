@@ -20,7 +20,16 @@ from typing import Any
 
 ISO_DATASETS = ("graph8c", "sr25", "exp")
 COUNT_DATASETS = ("randomgraph", "paperlike")
-COUNT_TASKS = ("star", "triangle", "tailed_triangle", "cycle4", "custom")
+COUNT_TASKS = ("star", "triangle", "tailed_triangle", "cycle4", "custom", "pattern:NAME")
+
+
+def _count_task(text: str) -> str:
+    """A task of COUNT_TASKS, or pattern:NAME (a pattern as `matlang pattern` reads it)."""
+    if text in COUNT_TASKS[:-1] or (text.startswith("pattern:") and len(text) > len("pattern:")):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(COUNT_TASKS)}; e.g. pattern:C5)"
+    )
 
 
 def register(sub: Any) -> None:
@@ -60,7 +69,14 @@ def register(sub: Any) -> None:
     iso.set_defaults(func=_protocol("iso"))
 
     cnt = bsub.add_parser("count", help="Table 2: substructure counting, median test MSE")
-    cnt.add_argument("--task", choices=COUNT_TASKS, required=True)
+    cnt.add_argument(
+        "--task",
+        type=_count_task,
+        required=True,
+        metavar="TASK",
+        help=f"{', '.join(COUNT_TASKS)}: labels by the pattern's exact counting sentence "
+        "(`matlang pattern NAME`), e.g. pattern:C5, pattern:diamond, pattern:K4 is refused",
+    )
     cnt.add_argument("--dataset", choices=COUNT_DATASETS, default="randomgraph")
     _common(cnt, seeds=10)
     cnt.add_argument(

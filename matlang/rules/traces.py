@@ -12,6 +12,7 @@ from matlang.algebra import (
     diagonal_of,
     flatten,
     is_adjacency,
+    is_identity,
     is_sum,
     split_outer,
 )
@@ -71,6 +72,15 @@ def _trace_linear(e: Expr, ctx: RewriteContext) -> Expr | None:
 def _trace_diag(e: Expr, ctx: RewriteContext) -> Expr | None:
     if isinstance(e, Trace) and isinstance(e.operand, Diag):
         return Mul(Transpose(Ones()), column(e.operand.operand))
+    return None
+
+
+def _trace_hadamard_identity(e: Expr, ctx: RewriteContext) -> Expr | None:
+    if isinstance(e, Trace) and isinstance(e.operand, Hadamard) and e.operand.shape.is_matrix:
+        h = e.operand
+        for m, other in ((h.left, h.right), (h.right, h.left)):
+            if is_identity(other):  # tr(M ⊙ I) = Σᵢ Mᵢᵢ = tr(M)
+                return Trace(m)
     return None
 
 
@@ -135,6 +145,7 @@ TRACE_RULES: tuple[Rule, ...] = (
     Rule("trace_transpose", "tr(Mᵀ) = tr(M)", _trace_transpose),
     Rule("trace_linear", "tr(M ± N) = tr(M) ± tr(N), tr(s M) = s tr(M)", _trace_linear),
     Rule("trace_diag", "tr(diag(v)) = 𝟏ᵀ v", _trace_diag),
+    Rule("trace_hadamard_identity", "tr(M ⊙ I) = tr(M)", _trace_hadamard_identity),
     Rule("trace_adjacency", "tr(A) = 0", _trace_adjacency, (LOOPLESS,)),
     Rule(
         "trace_adjacency_square",

@@ -336,6 +336,10 @@ INSTANCES: dict[str, Callable[[st.DrawFn], Expr]] = {
         )
     ),
     "trace_diag": lambda d: Trace(Diag(d(_col(2)))),
+    "trace_hadamard_identity": lambda d: d(
+        st.builds(lambda m: Trace(Hadamard(m, I)), _mat())
+        | st.builds(lambda m: Trace(Hadamard(I, m)), _mat())
+    ),
     "trace_adjacency": lambda d: Trace(A),
     "trace_adjacency_square": lambda d: Trace(Power(A, 2)),
     "trace_known_diagonal": lambda d: Trace(d(known_diagonal())),
