@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     # ``--sentences FILE`` goes on past a bad line (reported on stderr), but the run failed
-    return 1 if code == 0 and getattr(args, "bad_sentences", 0) else code
+    return 1 if code == 0 and vars(args).get("bad_sentences", 0) else code
 
 
 def error_json(e: MatlangError) -> dict[str, object]:
