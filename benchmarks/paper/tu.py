@@ -601,13 +601,13 @@ def resume_message(
                     command_line(parser, args, drop, seed=seed, folds=f"{a}:{b}", append=True)
                 )
     whole = args.append or sorted({k for _, k in planned}) == list(range(1, 11))
-    into = "" if whole else (
-        f" (--append adds them to the 10-fold file; {path.name} keeps the folds that finished, "
-        "`matlang bench merge` joins it to that file)"
+    how = "train the rest with" if whole else (
+        f"{path.name} is a file of its own (--folds without --append) and is not continued; "
+        "the folds still missing go into the 10-fold file with"
     )
     return (
         f"interrupted: {len(planned) - len(rest)} of this run's {len(planned)} folds saved in "
-        f"{path} (partial); train the rest{into} with:\n  " + "\n  ".join(commands)
+        f"{path} (partial); {how}:\n  " + "\n  ".join(commands)
     )
 
 

@@ -173,3 +173,38 @@ def test_progress_bars_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert run(argparse.Namespace(no_progress=False, bench="fake")) == 0
     assert seen == [True, False]
+
+
+def test_tu_resume_commands_cover_exactly_the_missing_folds() -> None:
+    """One command per seed and run of missing folds; a --folds run without --append is not
+    continued (its pieces go into the 10-fold file), and the message says so."""
+    from benchmarks.paper.tu import resume_message
+    from matlang.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["bench", "tu", "--dataset", "ptc", "--model", "gin", "--seeds", "2", "--lr", "0.01"]
+    )
+    planned = [(s, k) for s in (0, 1) for k in range(1, 11)]
+    saved = {"runs": [{"seed": 0, "fold": 1}, {"seed": 0, "fold": 2}, {"seed": 1, "fold": 1},
+                      {"seed": 1, "fold": 5}]}  # fmt: skip
+    text = resume_message(args, planned, saved, Path("r/tu-ptc-gin.json"))
+    head, *commands = text.split("\n")
+    assert head.startswith("interrupted: 4 of this run's 20 folds saved in r/tu-ptc-gin.json")
+    base = "matlang bench tu --dataset ptc --model gin --lr 0.01"
+    assert [c.strip() for c in commands] == [
+        f"{base} --seed 0 --folds 3:10 --append",
+        f"{base} --seed 1 --folds 2:4 --append",
+        f"{base} --seed 1 --folds 6:10 --append",
+    ]
+    for c in commands:  # each parses back to the same settings
+        back = build_parser().parse_args(shlex.split(c)[1:])
+        assert (back.dataset, back.model, back.lr, back.append) == ("ptc", "gin", 0.01, True)
+    args = build_parser().parse_args(
+        ["bench", "tu", "--dataset", "ptc", "--model", "gin", "--folds", "1:3"]
+    )
+    text = resume_message(
+        args, [(0, 1), (0, 2), (0, 3)], {"runs": [{"seed": 0, "fold": 1}]},
+        Path("r/tu-ptc-gin.folds1-3.json"),
+    )
+    assert "tu-ptc-gin.folds1-3.json is a file of its own" in text
+    assert text.endswith("--seed 0 --folds 2:3 --append")
