@@ -42,7 +42,8 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         m = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if m:
-            choices = re.findall(r"'([^']*)'", m.group(3))
+            # quoted choices, or unquoted as newer Pythons print them
+            choices = re.findall(r"'([^']*)'", m.group(3)) or m.group(3).split(", ")
             close = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
             if close:
                 message += f"; did you mean '{close[0]}'?"
