@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from matlang.errors import MatlangError
 
 GROUP_NAMES = (
     "handwritten", "dense", "scaling", "backends", "models", "iso",
@@ -79,12 +82,16 @@ def config_from_args(args: argparse.Namespace) -> Any:
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
-        raise SystemExit(f"unknown group(s): {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+        close = difflib.get_close_matches(unknown[0], GROUPS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise MatlangError(
+            f"--groups: unknown group(s) {', '.join(unknown)}{hint} (known: {', '.join(GROUPS)})"
+        )
     changes: dict[str, Any] = {
         "groups": groups,
         "threads": args.threads or None,
         "isolate": not args.no_isolate,
-        "progress": not args.no_progress,
+        "progress": not args.no_progress and sys.stderr.isatty(),  # no bars in a log
         "plot": not args.no_plot,
         "update": args.update,
     }
@@ -120,19 +127,44 @@ def main_from_args(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
     else:
-        for key in (
-            "compiled_over_handwritten",
-            "dense_over_compiled_n10000",
-            "time_exponent",
-            "memory_exponent",
-        ):
-            met = summary["met"].get(key)
-            flag = "" if met is None else ("  (target met)" if met else "  (target missed)")
-            print(f"{key}: {summary.get(key)}{flag}")
-        if summary.get("time_exponent_base_range") is not None:
-            print(f"time_exponent over E <= 1e6: {summary['time_exponent_base_range']}")
-        print(f"wrote {Path(cfg.out) / 'results.json'}, results.md, scaling.png")
+        print("\n".join(summary_lines(summary, cfg.groups)))
+        print("wrote " + ", ".join(str(Path(cfg.out) / f) for f in written(data, cfg)))
     return 0
+
+
+#: The headline measures of a run, and the group that measures each.
+HEADLINE = {
+    "compiled_over_handwritten": "handwritten",
+    "dense_over_compiled_n10000": "dense",
+    "time_exponent": "scaling",
+    "memory_exponent": "scaling",
+}
+
+
+def summary_lines(summary: dict[str, Any], groups: Sequence[str]) -> list[str]:
+    """The headline measures this run has, with their targets; a measure whose group did not
+    run says so instead of printing ``None``."""
+    lines = []
+    for key, group in HEADLINE.items():
+        value = summary.get(key)
+        if value is None:
+            ran = "its group ran but measured nothing" if group in groups else "not run"
+            lines.append(f"{key}: not measured (group {group}: {ran})")
+            continue
+        met = summary.get("met", {}).get(key)
+        flag = "" if met is None else ("  (target met)" if met else "  (target missed)")
+        lines.append(f"{key}: {value}{flag}")
+    if summary.get("time_exponent_base_range") is not None:
+        lines.append(f"time_exponent over E <= 1e6: {summary['time_exponent_base_range']}")
+    return lines
+
+
+def written(data: dict[str, Any], cfg: Any) -> list[str]:
+    """The files a run wrote: results.json and results.md always, scaling.png only when it
+    was drawn (a run with scaling cases, without --no-plot)."""
+    return ["results.json", "results.md"] + (
+        ["scaling.png"] if cfg.plot and data.get("scaling") else []
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -141,7 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Speed, memory and scaling of compiled modules.",
     )
     add_arguments(p)
-    return main_from_args(p.parse_args(argv))
+    try:
+        return main_from_args(p.parse_args(argv))
+    except MatlangError as e:
+        print(f"python -m benchmarks: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -235,5 +235,17 @@ def bench(args: argparse.Namespace) -> int:
         print(json.dumps(summary, ensure_ascii=False))
     else:
         for k, v in summary.items():
-            print(f"{k}: {v}")
+            print(f"{k}: {plain(v)}")
     return 0
+
+
+def plain(value: Any) -> str:
+    """A summary value as a person reads it: yes/no, none, JSON for lists and objects (not
+    Python's reprs: ``True``, ``None``, ``{'seeds': [3]}``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

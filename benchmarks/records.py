@@ -315,7 +315,9 @@ class ResultFile:
                 check_new_parts(self.path, self.old, parts)
             _check_config(self.path, self.old["config"], config)
         elif self.path.exists() and not getattr(args, "force", False):
-            raise MatlangError(_exists_message(self.path, config, self.implied))
+            raise MatlangError(
+                _exists_message(self.path, config, self.implied, appendable=hasattr(args, "append"))
+            )
 
     def save(self, record: dict[str, Any], *, done: bool) -> dict[str, Any]:
         """Write ``record`` (the runs so far; ``done``: all of them), merged with the file's
@@ -369,6 +371,8 @@ class ResultFile:
             print(self._interrupted(), file=sys.stderr)
             return 130
         record = self.save(record, done=True)
+        # a callable value is computed from what was saved (all seeds, under --append)
+        summary = {k: v(record) if callable(v) else v for k, v in summary.items()}
         if self.path is not None:
             summary = {k: record[k] if k in record else v for k, v in summary.items()}
             summary = {**summary, "file": str(self.path)}
@@ -417,7 +421,11 @@ def _check_config(path: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
             )
 
 
-def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any]) -> str:
+def _exists_message(
+    path: Path, config: dict[str, Any], implied: dict[str, Any], *, appendable: bool = True
+) -> str:
+    """Why an existing result file is not replaced, and what to do instead (``--append`` only
+    where the bench has it: ``bench iso`` has not)."""
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
         old_config = {**implied, **old.get("config", {})} if isinstance(old, dict) else {}
@@ -431,9 +439,10 @@ def _exists_message(path: Path, config: dict[str, Any], implied: dict[str, Any])
         if differs
         else "the same settings" + (f", {len(seeds)} seed(s)" if seeds else "")
     )
+    append = "--append adds seeds to it, " if appendable else ""
     return (
-        f"{path} exists ({what}); it is never replaced without --force: --append adds seeds "
-        "to it, --out DIR writes elsewhere"
+        f"{path} exists ({what}); it is never replaced without --force: {append}--out DIR "
+        "writes elsewhere"
     )
 
 

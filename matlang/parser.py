@@ -73,6 +73,15 @@ def _span(node: Tree | Token, text: str) -> Span:
     return Span.of(text, start, end)
 
 
+#: Other languages' names of the built-ins, for "did you mean" (too far apart for difflib).
+SPELLINGS = {
+    "trace": "tr",
+    "Tr": "tr",
+    "diagonal": "diag",
+    "Diag": "diag",
+}
+
+
 @dataclass
 class _Scope:
     """What names mean while a program is read, statement by statement."""
@@ -284,7 +293,9 @@ class _Builder:
                 )
             head = self.lookup(name, sp)
             return ast.Mul(head, args[0], span=sp)
-        close = difflib.get_close_matches(name, [*s.functions, *BUILTINS, "tr", "diag"], n=1)
+        close = [SPELLINGS[name]] if name in SPELLINGS else difflib.get_close_matches(
+            name, [*s.functions, *BUILTINS, "tr", "diag"], n=1
+        )
         hint = (
             f"did you mean '{close[0]}'?" if close else (f"define it first: let {name}(x) = ...;")
         )

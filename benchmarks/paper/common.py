@@ -5,6 +5,7 @@ rows of a result file."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,37 @@ def start(args: argparse.Namespace) -> list[int]:
     if args.threads:
         torch.set_num_threads(args.threads)
     return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
+def command_line(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    drop: Sequence[str] = (),
+    **extra: Any,
+) -> str:
+    """The ``matlang bench`` command ``args`` came from, as a user would type it: the options
+    of ``parser`` (the bench's own) that differ from their defaults, without those whose
+    destinations are in ``drop``, then ``extra`` (``first_seed=3`` → ``--first-seed 3``;
+    ``True``: a flag)."""
+    words = ["matlang", "bench", args.bench]
+    for action in parser._actions:
+        if not action.option_strings or action.dest in drop or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
+            continue
+        option = action.option_strings[-1]
+        if isinstance(action, argparse._StoreTrueAction):
+            words += [option] if value else []
+        elif isinstance(value, list):
+            for v in value:
+                words += [option, str(v)]
+        else:
+            words += [option, str(value)]
+    for dest, value in extra.items():
+        option = "--" + dest.replace("_", "-")
+        words += [option] if value is True else [option, str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:

@@ -171,10 +171,18 @@ def bench(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 on_seed=lambda partial: save(record(partial)),
             )
-        per_seed = [r.metric for r in res.runs]
-        return record(res), {"median_accuracy": res.median_accuracy, "per_seed": per_seed}
+        # printed in %, as bench tu prints its accuracies (the file keeps fractions)
+        return record(res), {
+            "median_accuracy_percent": lambda saved: percent(saved["median_accuracy"]),
+            "per_seed_percent": lambda saved: [percent(a) for a in saved["per_seed"]],
+        }
 
     return out.run(run)
 
 
-__all__ = ["ClassifyResult", "bench", "exp_classify"]
+def percent(fraction: float) -> float:
+    """An accuracy in [0, 1] as a percentage, to 0.01."""
+    return round(100 * fraction, 2)
+
+
+__all__ = ["ClassifyResult", "bench", "exp_classify", "percent"]

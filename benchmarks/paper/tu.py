@@ -526,7 +526,16 @@ def bench(args: argparse.Namespace) -> int:
     # a part is a (seed, fold) pair; the file is for every fold of each of its seeds
     seeds_of_file = sorted(set(seeds) | set(_file_seeds(Path(args.out) / name, args)))
     parts = fold_parts(seeds_of_file, config["folds"], [(s, k) for s in seeds for k in folds])
-    out = ResultFile(args, name, config, seeds, implied=implied, parts=parts)
+    planned = [(s, k) for s in seeds for k in folds]
+    out = ResultFile(
+        args,
+        name,
+        config,
+        seeds,
+        implied=implied,
+        parts=parts,
+        resume=lambda saved, path: resume_message(args, planned, saved, path),
+    )
 
     def record(res: TUResult) -> dict[str, Any]:
         return {
@@ -560,6 +569,57 @@ def bench(args: argparse.Namespace) -> int:
         return record(res), res.summary()
 
     return out.run(run)
+
+
+def resume_message(
+    args: argparse.Namespace,
+    planned: Sequence[tuple[int, int]],
+    saved: dict[str, Any] | None,
+    path: Path | None,
+) -> str:
+    """Ctrl-C's message: what was saved, and the concrete commands that train the rest of this
+    run's (seed, fold) pairs into the 10-fold file (one per seed and run of folds)."""
+    from benchmarks.paper.common import command_line
+
+    if saved is None or path is None:
+        where = "nothing saved (--no-save)" if path is None else "no fold of this run saved"
+        return f"interrupted: {where}"
+    done = {(r.get("seed", 0), r["fold"]) for r in saved.get("runs", [])}
+    rest = [p for p in planned if p not in done]
+    if not rest:
+        return f"interrupted after the last fold: {path} holds every fold of this run"
+    drop = ("folds", "append", "seeds", "first_seed", "seed", "force")
+    commands = []
+    parser = getattr(args, "command_parser", None)  # absent when bench() is called directly
+    for seed in sorted({sd for sd, _ in rest}):
+        folds = sorted(k for sd, k in rest if sd == seed)
+        for a, b in _runs(folds):
+            if parser is None:
+                commands.append(f"--append --seed {seed} --folds {a}:{b}")
+            else:
+                commands.append(
+                    command_line(parser, args, drop, seed=seed, folds=f"{a}:{b}", append=True)
+                )
+    whole = args.append or sorted({k for _, k in planned}) == list(range(1, 11))
+    how = "train the rest with" if whole else (
+        f"{path.name} is a file of its own (--folds without --append) and is not continued; "
+        "the folds still missing go into the 10-fold file with"
+    )
+    return (
+        f"interrupted: {len(planned) - len(rest)} of this run's {len(planned)} folds saved in "
+        f"{path} (partial); {how}:\n  " + "\n  ".join(commands)
+    )
+
+
+def _runs(values: Sequence[int]) -> list[tuple[int, int]]:
+    """``[3, 4, 5, 8]`` → ``[(3, 5), (8, 8)]``."""
+    spans: list[list[int]] = []
+    for k in sorted(values):
+        if spans and k == spans[-1][1] + 1:
+            spans[-1][1] = k
+        else:
+            spans.append([k, k])
+    return [(a, b) for a, b in spans]
 
 
 def device_label(device: str, nproc: int = 1) -> str:

@@ -8,8 +8,12 @@ the user can cause are :class:`~matlang.errors.MatlangError` and are printed wit
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from matlang.cli import (
     bank,
@@ -32,8 +36,23 @@ from matlang.errors import MatlangError
 COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data, bench, report)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command or choice (``matlang clasify``,
+    ``matlang bench tus``); its subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if m:
+            # quoted choices, or unquoted as newer Pythons print them
+            choices = re.findall(r"'([^']*)'", m.group(3)) or m.group(3).split(", ")
+            close = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="matlang",
         description="Compile MATLANG sentences to graph neural network layers.",
     )
@@ -53,12 +72,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
     except MatlangError as e:
+        if getattr(args, "json", False):  # a JSON reader gets JSON on stdout, errors included
+            print(json.dumps({"error": error_json(e)}, ensure_ascii=False))
         print(str(e), file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    # ``--sentences FILE`` goes on past a bad line (reported on stderr), but the run failed
+    return 1 if code == 0 and vars(args).get("bad_sentences", 0) else code
+
+
+def error_json(e: MatlangError) -> dict[str, object]:
+    """An error as JSON: its kind, message, ``line:col`` and hint when it has them, and the
+    text the command line prints."""
+    span = getattr(e, "span", None)
+    return {
+        "kind": getattr(e, "kind", type(e).__name__),
+        "message": getattr(e, "message", str(e)),
+        "at": f"{span.line}:{span.col}" if span is not None else None,
+        "hint": getattr(e, "hint", None),
+        "text": str(e),
+    }
 
 
 if __name__ == "__main__":

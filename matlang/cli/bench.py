@@ -146,7 +146,7 @@ def register(sub: Any) -> None:
 
     tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")
     tu.add_argument("--dataset", choices=("mutag", "proteins", "enzymes", "ptc"), required=True)
-    _common(tu, seeds=1)
+    _common(tu, seeds=1, models=TU_MODELS)
     from benchmarks.paper.tu_protocols import arch_help, protocol_help  # torch-free
 
     tu.add_argument(
@@ -172,7 +172,8 @@ def register(sub: Any) -> None:
         help="train on cpu (default), cuda or cuda:K; with --nproc P and cuda, process r on "
         "cuda:r (nccl). Each run records its device in the result file",
     )
-    tu.set_defaults(func=_protocol("tu"))
+    # the parser itself, so that Ctrl-C can print the command that resumes the run
+    tu.set_defaults(func=_protocol("tu"), command_parser=tu)
 
     from benchmarks.__main__ import add_arguments as perf_arguments
 
@@ -266,6 +267,8 @@ def _protocol(module: str) -> Callable[[argparse.Namespace], int]:
         bench: Callable[[argparse.Namespace], int] = importlib.import_module(
             f"benchmarks.paper.{module}"
         ).bench
+        if not sys.stderr.isatty():  # progress bars only on a terminal, never into a log
+            args.no_progress = True
         try:
             return bench(args)
         except KeyboardInterrupt:  # before the seeds started (loading data, targets)
@@ -308,18 +311,25 @@ def _missing(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _common(p: argparse.ArgumentParser, *, seeds: int) -> None:
+#: ``--model`` of the training benches (iso, count, exp-classify, filter).
+MODELS = (
+    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3) or "
+    "a compiled one (compiled, compiled-random)"
+)
+#: ``--model`` of ``bench tu``: no compiled model (a TU label is no sentence), two built from
+#: sentences (benchmarks.paper.tu.SENTENCE_MODELS).
+TU_MODELS = (
+    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
+    "sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or gin+features (GIN on the node "
+    "labels and sentence features)"
+)
+
+
+def _common(p: argparse.ArgumentParser, *, seeds: int, models: str = MODELS) -> None:
     # The choices are checked when the protocol starts (benchmarks.paper.common.start):
     # listing them here would import torch and every model to build the parser, which made
     # every `matlang` command start in ~2 s.
-    p.add_argument(
-        "--model",
-        required=True,
-        type=str.lower,
-        metavar="MODEL",
-        help="a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, "
-        "gnnml3) or a compiled one (compiled, compiled-random)",
-    )
+    p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=models)
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")
     _output(p)

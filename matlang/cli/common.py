@@ -4,10 +4,13 @@ and sentences (an argument or ``--sentences FILE``)."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
-from matlang.errors import MatlangError
+from matlang.errors import GraphError, MatlangError, SourceError
 
 
 def add_graph_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -18,7 +21,8 @@ def add_graph_arguments(p: argparse.ArgumentParser, *, required: bool = True) ->
         action="append",
         default=[],
         metavar="NAME",
-        help="a built-in graph: decalin, petersen, cycle6, K4, ...",
+        help="a built-in graph (decalin, petersen, cycle6, K4, ...) or a graph6 string, as "
+        "classify prints witnesses",
     )
     g.add_argument("--graph6", action="append", default=[], metavar="G6", help="a graph6 string")
     g.add_argument("--file", action="append", default=[], metavar="FILE.g6", help="a graph6 file")
@@ -27,7 +31,7 @@ def add_graph_arguments(p: argparse.ArgumentParser, *, required: bool = True) ->
 def graphs_from_args(args: argparse.Namespace, *, default: list[str] | None = None) -> list[Any]:
     from matlang.graphs import from_graph6, named, read_graph6
 
-    graphs = [named(n) for n in args.graph]
+    graphs = [named_or_graph6(n) for n in args.graph]
     graphs += [from_graph6(s, name=s) for s in args.graph6]
     for f in args.file:
         graphs += read_graph6(f)
@@ -38,21 +42,68 @@ def graphs_from_args(args: argparse.Namespace, *, default: list[str] | None = No
     return graphs
 
 
+def named_or_graph6(name: str) -> Any:
+    """``--graph NAME``: a built-in graph, else a graph6 string (classify prints witnesses
+    either way), else an error that names the closest built-in graph."""
+    from matlang.graphs import from_graph6, named, named_graph_names
+
+    try:
+        return named(name)
+    except GraphError as not_named:
+        try:
+            return from_graph6(name, name=name)
+        except GraphError:
+            pass
+        if re.fullmatch(r"(cycle|path|complete|star|empty|C|P|K)\d+", name):
+            raise  # a family with a size out of range: named() said so
+        known = [n.removesuffix("N") + "6" if n.endswith("N") else n for n in named_graph_names()]
+        by_lower = {k.lower(): k for k in known}  # cospectral_g → cospectral_G, not _H
+        close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+        if not close:
+            raise
+        hint = f" (did you mean '{by_lower[close[0]]}'?); known:"
+        raise GraphError(str(not_named).replace("; known:", hint)) from not_named
+
+
 def read_sentences(args: argparse.Namespace) -> Any:
+    """The sentence argument, or the file of ``--sentences``. A bad line of the file is
+    reported on stderr (``FILE:line:col``) and left out, and the others go on; the command
+    then exits 1 (``args.bad_sentences`` counts them)."""
     from matlang.parser import parse_program
 
     if args.sentences:
         path = Path(args.sentences)
         if not path.exists():
             raise MatlangError(f"no such sentence file: {path}")
-        text = path.read_text(encoding="utf-8")
+        program = _parse_file(path, path.read_text(encoding="utf-8"), args)
     elif args.sentence is not None:
-        text = args.sentence
+        program = parse_program(args.sentence)
     else:
         raise MatlangError("give a sentence or --sentences FILE")
-    program = parse_program(text)
     if not program.sentences:
         raise MatlangError("no sentence to work on (only definitions were given)")
+    return program
+
+
+def _parse_file(path: Path, text: str, args: argparse.Namespace) -> Any:
+    """Parse ``text``; on an error at a line, blank that line (so later lines keep their
+    numbers), report it and parse again."""
+    from matlang.parser import parse_program
+
+    lines = text.split("\n")
+    bad: dict[int, str] = {}
+    while True:
+        try:
+            program = parse_program("\n".join(lines))
+            break
+        except SourceError as e:
+            if e.span is None or not lines[e.span.line - 1].strip():
+                raise
+            bad[e.span.line] = str(e if e.text is not None else e.located("\n".join(lines)))
+            lines[e.span.line - 1] = ""
+    for line in sorted(bad):  # in the file's order, whichever stage found them
+        print(f"{path}:{bad[line]}\n{path}:{line}: line left out, going on", file=sys.stderr)
+    args.bad_sentences = getattr(args, "bad_sentences", 0) + len(bad)
     return program
 
 
