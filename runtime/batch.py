@@ -390,10 +390,88 @@ def _check_simple(g: Graph) -> None:
         )
 
 
+_LAYOUT_ATTRIBUTE = "_matlang_pyg_layout"
+
+
+def _identity(t: Any) -> Any:
+    """What tells a tensor (or value) of a PyG object apart from call to call without reading
+    it: identity and in-place-modification counter (a tensor), the value itself (a number)."""
+    if t is None or isinstance(t, (int, np.integer)):
+        return t
+    if isinstance(t, torch.Tensor):
+        if t.is_inference():
+            raise _NoMemo
+        return (id(t), t._version)
+    raise _NoMemo  # a list, a numpy array: no counter to trust
+
+
+class _NoMemo(Exception):
+    """A PyG object whose layout cannot be remembered (inference tensors, non-tensors)."""
+
+
+def _layout_key(data: Any, ei: torch.Tensor) -> tuple[Any, ...] | None:
+    """The key of a PyG object's layout memo (see :func:`_from_pyg`), ``None`` when it cannot
+    be remembered. Nothing here reads a tensor's values: no device synchronisation."""
+    from matlang.graphs import _attr
+
+    if not isinstance(data.edge_index, torch.Tensor) or ei.is_inference():
+        return None
+    try:
+        parts = tuple(
+            _identity(_attr(data, name))
+            for name in ("ptr", "batch", "num_nodes", "num_graphs", "edge_weight")
+        )
+    except _NoMemo:
+        return None
+    return (ei._version, tuple(ei.shape), *parts)
+
+
 def _from_pyg(data: Any) -> Batch:
     """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`: its graphs are those of
-    :func:`~matlang.graphs.pyg_layout` (its own ``ptr``, empty graphs anywhere)."""
+    :func:`~matlang.graphs.pyg_layout` (its own ``ptr``, empty graphs anywhere).
+
+    The layout (int64 edges, batch vector, ``ptr``, checked weights) is remembered on the
+    caller's ``edge_index`` tensor, keyed by the identities and modification counters of the
+    object's ``ptr``, ``batch``, ``edge_weight`` and its ``num_nodes``/``num_graphs``: the same
+    ``Data`` called again gets the same tensors back without a look at their values (no host
+    copy), so the batch memo (:func:`_shared_memo`) finds its validation and graph constants.
+    The memo holds the tensors it was keyed by (their ids stay theirs) and dies with
+    ``edge_index``."""
     ei = torch.as_tensor(data.edge_index)
+    key = _layout_key(data, ei)
+    if key is not None:
+        hit = getattr(ei, _LAYOUT_ATTRIBUTE, None)
+        if hit is not None and hit[0] == key:
+            ei64, b, ptr, w = hit[1]
+            return Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+    ei64, b, ptr, w = _pyg_layout_tensors(data, ei)
+    if key is not None:
+        from matlang.graphs import _attr
+
+        held = tuple(_attr(data, name) for name in ("ptr", "batch", "edge_weight"))
+        try:
+            setattr(ei, _LAYOUT_ATTRIBUTE, (key, (ei64, b, ptr, w), held))
+        except (AttributeError, RuntimeError):  # a tensor subclass without attributes
+            pass
+    return Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+
+
+def _features(data: Any, n: int) -> torch.Tensor | None:
+    """A PyG object's ``x`` as ``(N, d)`` (one row per node, checked by shape)."""
+    x = getattr(data, "x", None)
+    x = None if x is None else torch.as_tensor(x)
+    if x is not None and x.dim() == 1:  # one feature per node
+        x = x.unsqueeze(-1)
+    if x is not None and (x.dim() == 0 or x.shape[0] != n):
+        raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    return x
+
+
+def _pyg_layout_tensors(
+    data: Any, ei: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """int64 edges, batch vector, ``ptr`` and checked weights of a PyG object (read and
+    checked on the host: once per object, see :func:`_from_pyg`)."""
     if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
         # a cast would silently truncate node ids such as 0.5
         raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
@@ -407,14 +485,9 @@ def _from_pyg(data: Any) -> Batch:
     b = torch.repeat_interleave(
         torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
     )
-    x = getattr(data, "x", None)
-    x = None if x is None else torch.as_tensor(x)
-    if x is not None and x.dim() == 1:  # one feature per node
-        x = x.unsqueeze(-1)
-    if x is not None and (x.dim() == 0 or x.shape[0] != n):
-        raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    _features(data, n)  # x is checked before the weights, as always
     w = None
     if edge_weights(data, int(ei.shape[1])) is not None:  # checked: one finite number per edge
         # the caller's tensor itself (a learned weight keeps its gradient)
         w = torch.as_tensor(data.edge_weight).reshape(int(ei.shape[1]))
-    return Batch(ei, b, ptr, x, w, ())
+    return ei, b, ptr, w

@@ -88,25 +88,26 @@ class Stage:
             return compute()
         hit = self._memo.get(id(edge_index))
         if hit is not None and hit[0]() is edge_index:
-            _, version, b, nodes, value = hit
-            same_batch = (b is None and batch is None) or (
-                b is not None
-                and batch is not None
-                and b.shape == batch.shape
-                and bool(torch.equal(b, batch))
-            )
-            if version == edge_index._version and nodes == n and same_batch:
+            _, version, b, given, nodes, value = hit
+            if version == edge_index._version and nodes == n and _same_batch(b, given, batch):
                 return value
         value = compute()
         self.computed += 1
         kept = None if batch is None else batch.detach().clone()
+        # the caller's batch vector itself, weakly, with its version: the same tensor given
+        # again is recognised without comparing values (no device synchronisation)
+        given = None if batch is None or batch.is_inference() else (
+            weakref.ref(batch), batch._version
+        )
         key, memo = id(edge_index), self._memo
 
         def forget(ref: Any) -> None:
             if key in memo and memo[key][0] is ref:
                 del memo[key]
 
-        self._memo[key] = (weakref.ref(edge_index, forget), edge_index._version, kept, n, value)
+        self._memo[key] = (
+            weakref.ref(edge_index, forget), edge_index._version, kept, given, n, value
+        )
         return value
 
     def module(self, text: str, dtype: torch.dtype) -> Any:
@@ -178,6 +179,16 @@ class Stage:
         if not outs:
             return x.new_zeros(rows, 0)
         return torch.stack([o.reshape(rows) for o in outs], 1)
+
+
+def _same_batch(kept: Tensor | None, given: Any, batch: Tensor | None) -> bool:
+    """Whether ``batch`` is the batch vector a memo entry was made for: the same tensor at the
+    same version (no look at its values), else equal values to the copy kept."""
+    if kept is None or batch is None:
+        return kept is None and batch is None
+    if given is not None and given[0]() is batch and given[1] == batch._version:
+        return True
+    return kept.shape == batch.shape and bool(torch.equal(kept, batch))
 
 
 #: Stages by key: a pure function of the key (compiled sentences and their batch memos).
