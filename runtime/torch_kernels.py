@@ -329,7 +329,7 @@ class TorchKernels:
             return torch.zeros(s.nnz, dtype=values.dtype, device=self.device)
         pos = torch.searchsorted(keys, skeys).clamp_(max=keys.numel() - 1)
         hit = keys.index_select(0, pos) == skeys
-        got = torch.where(hit, values.index_select(0, pos), torch.zeros((), dtype=values.dtype))
+        got = torch.where(hit, values.index_select(0, pos), values.new_zeros(()))
         if order is None:
             return got
         out = torch.empty_like(got)

@@ -170,15 +170,14 @@ class Stage:
             validate=False,
         )
         outs: list[Tensor] = []
+        rows = n if self.spec["level"] == "node" else b.num_graphs
         for text in self.sentences:
             m = self.module(text, x.dtype)
-            name = m.plan.inputs[0]
-            # one pass per channel (the interpreter takes one signal per input)
-            outs.extend(m(b, inputs={name: x[:, c]}) for c in range(x.shape[1]))
-        rows = n if self.spec["level"] == "node" else b.num_graphs
+            # every channel in one pass: the interpreter takes (N, d) signals
+            outs.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(rows, x.shape[1]))
         if not outs:
             return x.new_zeros(rows, 0)
-        return torch.stack([o.reshape(rows) for o in outs], 1)
+        return torch.cat(outs, 1)
 
 
 def _same_batch(kept: Tensor | None, given: Any, batch: Tensor | None) -> bool:
