@@ -161,8 +161,9 @@ def test_cuda_repeated_call_copies_nothing_to_the_host(sentence: str) -> None:
 
 
 def test_layer_called_again_computes_its_supports_once() -> None:
-    """SentenceConv on the same (x, edge_index, batch): the support stage runs once, and the
-    batch vector given again is recognised by identity (then by value, as a new tensor)."""
+    """SentenceConv on the same (x, edge_index, batch): the support stage runs once (the
+    batch vector given again is recognised by identity, no value read); a new batch vector
+    tensor is a new batch, an in-place change of it too."""
     from matlang.nn import SentenceConv
 
     data = pyg_batch(random_graphs(6))
@@ -171,8 +172,14 @@ def test_layer_called_again_computes_its_supports_once() -> None:
     first = conv(data.x, data.edge_index, data.batch)
     for _ in range(3):
         torch.testing.assert_close(conv(data.x, data.edge_index, data.batch), first)
-    conv(data.x, data.edge_index, data.batch.clone())  # equal values: still the same batch
     assert conv.graph_constants_computed() == before + 1
+    vec = data.batch.clone()
+    torch.testing.assert_close(conv(data.x, data.edge_index, vec), first)
+    conv(data.x, data.edge_index, vec)
+    assert conv.graph_constants_computed() == before + 2
+    vec.add_(0)  # an in-place write (same values): the version counter moves
+    conv(data.x, data.edge_index, vec)
+    assert conv.graph_constants_computed() == before + 3
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
