@@ -264,7 +264,7 @@ class TorchKernels:
     def _operands(self, *xs: Tensor, terms: int) -> list[Tensor]:
         """``xs`` as int64 while ``terms`` products of them are bounded below 2⁶², else float64."""
         if all(integral(x) for x in xs):
-            bound = terms
+            bound: int | float = terms
             for x in xs:
                 bound *= maxabs(x)
             if self.fits(bound):

@@ -17,6 +17,8 @@ timed repeats after warm-up, each repeat synchronised with the device):
 * ``conv-L3-fresh``: the same layer given a new ``edge_index`` tensor every call (a loader's
   first epoch: the support is computed every call) vs the cached call plus the GPU-native
   constant (torch's CSR ``A @ A`` read at A's entries);
+* ``again-*``: a compiled module's forward on the same PyG-like object called again vs on a
+  project ``Batch`` validated before (the target: at most 1.1×);
 * ``epoch``: ``SentenceGNN(["I", "A", "A ⊙ A²"])`` vs a PyG GIN of the same width and depth,
   three epochs over 4096 graphs of 25 nodes in batches of 128, each epoch's batches new tensors
   (a shuffled loader), Adam steps included.
@@ -167,6 +169,25 @@ def node_case(name: str, edges: Tensor, n: int, vec: Tensor | None, dev: torch.d
     peer = timed(fwd_bwd(handwritten, [x]), dev, repeats)
     return row(name, "compiled node sentence", ours, "torch.sparse CSR, hand-written", peer,
                n=n, edges=int(edges.shape[1]), max_rel_diff=err,
+               constant_stage=model.stage_runs)
+
+
+def again_case(n: int, dev: torch.device, repeats: int) -> dict[str, Any]:
+    """A module called again on the same PyG-like object vs on a project Batch validated
+    before (issue 31's target: at most 1.1x): what the layout memo saves."""
+    from matlang.compiler.api import compile
+    from matlang.runtime.batch import as_batch
+
+    x = torch.randn(n, D, device=dev)
+    batch = data(er_edges(n, 10, 5, dev), n, None, x)
+    validated = as_batch(batch)
+    model = compile("input h; relu(A h) ⊙ (A² h)").to(dev)
+    err = agree(model(batch), model(validated), f"again-{n}")
+    with torch.no_grad():
+        ours = timed(lambda: model(batch), dev, repeats)
+        peer = timed(lambda: model(validated), dev, repeats)
+    return row(f"again-n{n}", "forward on the same PyG-like object, called again", ours,
+               "forward on a validated project Batch", peer, n=n, max_rel_diff=err,
                constant_stage=model.stage_runs)
 
 
@@ -341,6 +362,8 @@ def run_all(device: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
     rows.append(conv_ia_case(f"conv-IA-{count}x{size}", e, count * size, v, dev, repeats))
     for n in reversed(big):
         rows += conv_l3_cases(f"er{n}", er_edges(n, 10, 2, dev), n, dev, repeats)
+    for n in ([200] if quick else [1_000, 10_000]):
+        rows.append(again_case(n, dev, max(repeats, 20)))
     graphs, bs = (32, 16) if quick else (4096, 128)
     rows.append(epoch_case(graphs, 25, bs, 3, dev))
     return rows

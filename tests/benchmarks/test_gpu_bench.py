@@ -23,7 +23,7 @@ def _check_record(out: Path, device: str) -> None:
     cases = [r["case"] for r in record["rows"]]
     assert cases[:2] == ["node-er500", "node-er2000"]
     assert {"node-8x25", "conv-IA-8x25", "conv-L3-cached-er500", "conv-L3-fresh-er2000",
-            "epoch-32x25"} <= set(cases)
+            "epoch-32x25", "again-n200"} <= set(cases)
     for r in record["rows"]:
         times = r["ours_s"] if isinstance(r["ours_s"], list) else [r["ours_s"]]
         assert all(t > 0 for t in times), r
