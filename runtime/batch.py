@@ -417,6 +417,9 @@ def _layout_key(data: Any, ei: torch.Tensor) -> tuple[Any, ...] | None:
     if not isinstance(data.edge_index, torch.Tensor) or ei.is_inference():
         return None
     try:
+        mapping = _pyg_mapping(data)
+        if mapping is not None:
+            return (ei._version, tuple(ei.shape), *_store_parts(data, mapping))
         parts = tuple(
             _identity(_attr(data, name))
             for name in ("ptr", "batch", "num_nodes", "num_graphs", "edge_weight")
@@ -424,6 +427,36 @@ def _layout_key(data: Any, ei: torch.Tensor) -> tuple[Any, ...] | None:
     except _NoMemo:
         return None
     return (ei._version, tuple(ei.shape), *parts)
+
+
+def _pyg_mapping(data: Any) -> dict[str, Any] | None:
+    """The attribute dict of a PyG ``Data``/``Batch`` (``_store._mapping``), or ``None``: a dict
+    look-up costs far less than PyG's ``__getattr__`` (µs each, more for an absent key)."""
+    try:
+        store = vars(data).get("_store")
+        mapping = None if store is None else vars(store).get("_mapping")
+    except TypeError:  # no __dict__
+        return None
+    return mapping if isinstance(mapping, dict) else None
+
+
+def _store_parts(data: Any, mapping: dict[str, Any]) -> tuple[Any, ...]:
+    """The layout key's parts read from a PyG attribute dict: the identities and versions of
+    ``ptr``, ``batch`` and ``edge_weight``, an explicit ``num_nodes``, the graph count of a
+    ``Batch``, whether ``edge_attr`` is there, and the shapes of the other tensors (what PyG
+    infers ``num_nodes`` from when it is not given)."""
+    layout = ("ptr", "batch", "edge_weight", "num_nodes")
+    shapes = tuple(
+        (k, tuple(v.shape))
+        for k, v in mapping.items()
+        if k not in layout and isinstance(v, torch.Tensor)
+    )
+    return (
+        *(_identity(mapping.get(name)) for name in layout),
+        _identity(vars(data).get("_num_graphs")),
+        "edge_attr" in mapping,
+        shapes,
+    )
 
 
 def _from_pyg(data: Any) -> Batch:
@@ -434,26 +467,33 @@ def _from_pyg(data: Any) -> Batch:
     caller's ``edge_index`` tensor, keyed by the identities and modification counters of the
     object's ``ptr``, ``batch``, ``edge_weight`` and its ``num_nodes``/``num_graphs``: the same
     ``Data`` called again gets the same tensors back without a look at their values (no host
-    copy), so the batch memo (:func:`_shared_memo`) finds its validation and graph constants.
-    The memo holds the tensors it was keyed by (their ids stay theirs) and dies with
-    ``edge_index``."""
+    copy), so the batch memo (:func:`_shared_memo`) finds its validation and graph constants;
+    with the same ``x`` tensor too, the same :class:`Batch` object comes back. The memo holds
+    the tensors it was keyed by (their ids stay theirs) and dies with ``edge_index``."""
     ei = torch.as_tensor(data.edge_index)
     key = _layout_key(data, ei)
     if key is not None:
         hit = getattr(ei, _LAYOUT_ATTRIBUTE, None)
         if hit is not None and hit[0] == key:
             ei64, b, ptr, w = hit[1]
-            return Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+            x = _features(data, int(b.numel()))
+            last = hit[3]
+            if last and last[0].x is x:  # the same features too: the same Batch object
+                return last[0]  # type: ignore[no-any-return]
+            out = Batch(ei64, b, ptr, x, w, ())
+            last[:] = [out]
+            return out
     ei64, b, ptr, w = _pyg_layout_tensors(data, ei)
+    out = Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
     if key is not None:
         from matlang.graphs import _attr
 
         held = tuple(_attr(data, name) for name in ("ptr", "batch", "edge_weight"))
         try:
-            setattr(ei, _LAYOUT_ATTRIBUTE, (key, (ei64, b, ptr, w), held))
+            setattr(ei, _LAYOUT_ATTRIBUTE, (key, (ei64, b, ptr, w), held, [out]))
         except (AttributeError, RuntimeError):  # a tensor subclass without attributes
             pass
-    return Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+    return out
 
 
 def _features(data: Any, n: int) -> torch.Tensor | None:

@@ -203,3 +203,30 @@ def test_cuda_layer_called_again_copies_nothing_to_the_host() -> None:
     torch.testing.assert_close(out.detach(), want)
     got = cpu(x.detach().cpu(), data.edge_index.cpu(), data.batch.cpu())
     torch.testing.assert_close(want.cpu(), got.detach(), rtol=1e-12, atol=1e-12)
+
+
+def test_layout_memo_on_a_pyg_data_follows_its_attributes() -> None:
+    """A PyG Data read through its attribute dict: the same object gives the same Batch (same
+    x too), a new x a new Batch over the same layout, more nodes (num_nodes, or a taller x when
+    PyG infers num_nodes from it) a new layout, and edge_attr still warns."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.data import Data
+
+    g = Batch.from_graphs([named("K4")])
+    data = Data(edge_index=g.edge_index.clone(), x=torch.ones(4, 2))
+    first = as_batch(data)
+    assert as_batch(data) is first
+    data.x = torch.zeros(4, 2)
+    second = as_batch(data)
+    assert second is not first and second.ptr is first.ptr and second.x is data.x
+    data.x = torch.zeros(6, 2)  # two isolated nodes more (PyG infers num_nodes from x)
+    third = as_batch(data)
+    assert third.num_nodes == 6 and third.ptr is not first.ptr
+    data.num_nodes = 7
+    with pytest.raises(Exception, match="x of shape"):
+        as_batch(data)
+    data.x = torch.zeros(7, 2)
+    assert as_batch(data).num_nodes == 7
+    data.edge_attr = torch.ones(g.num_edges, 3)
+    with pytest.warns(UserWarning, match="edge_attr is ignored"):
+        as_batch(data)
