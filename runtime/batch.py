@@ -507,6 +507,28 @@ def _features(data: Any, n: int) -> torch.Tensor | None:
     return x
 
 
+class _LayoutView:
+    """What :func:`~matlang.graphs.pyg_layout` reads of a PyG object whose node count it knows:
+    its layout and no edges (it reads them only to infer the node count), so a batch on a GPU
+    does not copy its (2, E) edges to the host to be laid out."""
+
+    def __init__(self, data: Any, num_nodes: Any) -> None:
+        from matlang.graphs import _attr
+
+        self.edge_index = np.zeros((2, 0), dtype=np.int64)
+        self.num_nodes = num_nodes
+        self.ptr, self.batch, self.num_graphs = (
+            _attr(data, name) for name in ("ptr", "batch", "num_graphs")
+        )
+
+    @staticmethod
+    def of(data: Any) -> Any:
+        from matlang.graphs import _attr
+
+        n = _attr(data, "num_nodes")
+        return data if n is None else _LayoutView(data, n)
+
+
 def _pyg_layout_tensors(
     data: Any, ei: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -518,7 +540,7 @@ def _pyg_layout_tensors(
     if ei.dim() != 2 or ei.shape[0] != 2:
         raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
     ei = ei.to(torch.int64)
-    n, offsets = pyg_layout(data)
+    n, offsets = pyg_layout(_LayoutView.of(data))
     if offsets is None:  # one graph
         offsets = np.array([0, n], dtype=np.int64)
     ptr = torch.from_numpy(offsets).to(ei.device)

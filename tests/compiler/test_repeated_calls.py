@@ -230,3 +230,25 @@ def test_layout_memo_on_a_pyg_data_follows_its_attributes() -> None:
     data.edge_attr = torch.ones(g.num_edges, 3)
     with pytest.warns(UserWarning, match="edge_attr is ignored"):
         as_batch(data)
+
+
+def test_laying_out_a_batch_of_known_size_reads_no_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyg_layout copies what it reads to numpy; with the node count given, the (2, E) edges
+    are not among it (on a GPU: no copy of the edges to the host to lay a batch out)."""
+    import matlang.graphs as graphs
+
+    copied: list[tuple[int, ...]] = []
+    original = graphs._numpy
+
+    def recording(v: Any) -> Any:
+        out = original(v)
+        copied.append(out.shape)
+        return out
+
+    monkeypatch.setattr(graphs, "_numpy", recording)
+    b = Batch.from_graphs(random_graphs(8))
+    data = SimpleNamespace(edge_index=b.edge_index.clone(), batch=b.batch.clone(), x=None,
+                           num_nodes=b.num_nodes, edge_weight=None)
+    got = as_batch(data)
+    assert torch.equal(got.ptr, b.ptr) and b.num_edges > 0
+    assert (2, b.num_edges) not in copied and (b.num_nodes,) in copied  # the batch vector is
