@@ -311,12 +311,20 @@ class TorchKernels:
         """``(A B)|S``: the product read at the entries of ``s``, aligned with them."""
         if s.nnz == 0:
             return torch.zeros(0, dtype=_I64, device=self.device)
-        terms = max(min(a.max_row, b.n), 1)
-        va, vb = self._operands(va, vb, terms=terms)
         ints = integral(va) and integral(vb)
+        scale = maxabs(va) * maxabs(vb) if ints else 0
+        # at most min(longest row of a, n) terms per entry; n alone bounds it without a look at
+        # the rows (one device read less) when that already shows float64 is exact
+        bound = max(b.n, 1) * scale
+        if ints and bound >= FLOAT_EXACT:
+            bound = max(min(a.max_row, b.n), 1) * scale
+            if not self.fits(bound):  # as GraphBLAS: past 2⁶², float64
+                va, vb, ints = as_float(va), as_float(vb), False
+        if not ints:
+            va, vb = as_float(va), as_float(vb)
         if a.nnz == 0 or b.nnz == 0:
             return torch.zeros(s.nnz, dtype=_I64 if ints else _F64, device=self.device)
-        if ints and terms * maxabs(va) * maxabs(vb) >= FLOAT_EXACT:
+        if ints and bound >= FLOAT_EXACT:
             return self._sampled_int(a, va, b, vb, s)
         keys, val = self._product_keys(self._structure_product(a, va, b, vb))
         out = self._read_at(keys, val, s)
