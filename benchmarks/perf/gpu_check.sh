@@ -14,7 +14,7 @@ if ! $PY -c "import matlang.compiler, benchmarks" 2>/dev/null; then
     $PY -m pip install -q --no-deps --no-build-isolation -e . -e benchmarks || exit 1
 fi
 $PY -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0))"
-timeout 240 $PY -m pytest -q -p no:cacheprovider -x -k cuda \
+timeout 240 $PY -m pytest -q -p no:cacheprovider --maxfail=20 -rfs -k cuda \
     tests/compiler/test_torch_constants.py tests/compiler/test_repeated_calls.py \
     tests/benchmarks/test_gpu_bench.py 2>&1 | tee "$OUT/gpu-pytest.log"
 tests=$?
