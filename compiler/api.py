@@ -46,6 +46,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     nonfinite: str = "error",
     validate: bool = True,
     cache: Any = True,
+    constants: str = "auto",
 ) -> CompiledModule:
     """Compile sentences into one module with one output channel per sentence.
 
@@ -62,6 +63,10 @@ def compile(  # noqa: A001 - the public name the design asks for
         validate: validate each batch (symmetric, no self-loops, indices in range).
         cache: keep graph constants per graph across batches (``True``: the module's own
             cache; a :class:`~runtime.preprocess.PreprocessCache` to share; ``False``: none).
+        constants: where the graph constants (``A ⊙ A²``, degrees, traces, ...) are computed,
+            once per batch: ``"auto"`` (default) where the batch lives (torch on a GPU,
+            GraphBLAS on the CPU), ``"torch"`` (on the batch's device), ``"graphblas"`` (on
+            the host), or ``"none"`` (no constant stage: every step on every call).
 
     Returns:
         a :class:`~compiler.module.CompiledModule`; call it on a ``runtime.batch.Batch``, a list
@@ -82,6 +87,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         nonfinite=nonfinite,
         validate=validate,
         cache=cache,
+        constants=constants,
     )
 
 

@@ -8,6 +8,9 @@ int64 where the values are integers); :meth:`ConstantStage.evaluate` returns the
 learnable stage reads, as torch tensors (masks as ``(2, M)`` indices in the interpreter's order,
 values without a copy where the dtype allows).
 
+Its twin in torch, for batches on a GPU, is :mod:`compiler.torch_constants` (same steps, same
+values, on the batch's device); a compiled module picks one by its ``constants`` option.
+
 With ``exact=True`` (:func:`evaluate_exact`) parameters count as constants at their exact
 values, so a sentence without node inputs is computed whole: integers and Fractions like the
 dense evaluator, on graphs far too large for it.

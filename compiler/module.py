@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from matlang.compiler.constant_cache import CachedStage, run_stage
-from matlang.compiler.constants import ConstantStage, graphs_of, to_torch
+from matlang.compiler.constant_cache import CachedStage
+from matlang.compiler.constant_registers import constant_registers
+from matlang.compiler.constants import ConstantStage
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
+from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.masks import (
@@ -38,6 +40,9 @@ from torch import Tensor, nn
 
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
+
+#: The values of the ``constants`` option (see :class:`CompiledModule`).
+CONSTANT_STAGES = ("auto", "graphblas", "torch", "none")
 
 #: Mask ops whose result is sorted row-major without repeats.
 _ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
@@ -118,14 +123,6 @@ class _Context:
     fingerprint: Any = None
 
 
-def _tensor(a: Any, device: Any) -> Tensor:
-    """An int64 numpy array as a tensor: shared when writable (the stage's own arrays), copied
-    when read-only (a view into GraphBLAS's memory)."""
-    if a.flags.writeable:
-        return torch.from_numpy(a).to(device)
-    return torch.tensor(a, device=device)
-
-
 def _channel(x: Tensor) -> Tensor:
     """``(K,)`` → ``(K, 1)``: a value without channels, ready to broadcast over them."""
     return x.unsqueeze(-1) if x.dim() == 1 else x
@@ -138,9 +135,12 @@ def _aligned(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     return _channel(x), _channel(y)
 
 
-def _node_values(v: Any, n: int, what: str, device: Any, dtype: torch.dtype) -> Tensor:
+def _node_values(
+    v: Any, n: int, what: str, device: Any, dtype: torch.dtype, finite: bool = True
+) -> Tensor:
     """``v`` as ``(N,)`` or ``(N, d)`` node values of ``dtype``, or a :class:`GraphError`
-    naming what is wrong (rows, dimensions, non-finite entries)."""
+    naming what is wrong (rows, dimensions, non-finite entries unless ``finite`` is false:
+    ``nonfinite="keep"`` lets them through, so a call reads nothing back from the device)."""
     t = torch.as_tensor(v, device=device)
     if t.dim() == 2 and t.shape[1] == 1:
         t = t[:, 0]
@@ -155,7 +155,8 @@ def _node_values(v: Any, n: int, what: str, device: Any, dtype: torch.dtype) -> 
     t = t.to(dtype)
     # a finite sum means every entry is finite (one read, no mask); else the exact look
     if (
-        t.numel()
+        finite
+        and t.numel()
         and not (t.is_floating_point() and math.isfinite(float(t.detach().sum())))
         and not bool(torch.isfinite(t.detach()).all())
     ):
@@ -185,11 +186,16 @@ class CompiledModule(nn.Module):
         backend: ``"torch_sparse"``, ``"torch"`` or ``None`` (the best available).
         trainable_functions: replace each pointwise function by a :class:`PointwiseMLP`.
         nonfinite: ``"error"`` (like the dense evaluator, a function value or division that is
-            not finite raises :class:`~matlang.errors.EvaluationError`) or ``"keep"``.
+            not finite raises :class:`~matlang.errors.EvaluationError`, a non-finite input a
+            :class:`~matlang.errors.GraphError`) or ``"keep"`` (inf/nan pass through
+            unchecked: on a GPU, a call on a batch seen before then reads nothing back).
         validate: check every batch (symmetric edges, no self-loops, indices in range).
-        constants: ``"graphblas"`` (default): the steps that depend only on the graph run once
-            per batch on GraphBLAS (:mod:`compiler.constants`) and are remembered on the batch;
-            ``"torch"``: every step runs in torch on every call.
+        constants: where the steps that depend only on the graph (the graph constants) run,
+            once per batch, remembered on the batch: ``"auto"`` (default) by the batch's
+            device, in torch on a GPU and on GraphBLAS on the CPU; ``"graphblas"``
+            (:mod:`compiler.constants`, on the host); ``"torch"`` (:mod:`compiler.torch_constants`,
+            on the batch's device); ``"none"``: no constant stage, every step runs in the
+            interpreter on every call.
         cache: where graph constants are kept per graph across batches (a shuffled loader's
             new batches of known graphs assemble them, :mod:`compiler.constant_cache`):
             ``True`` (default) a cache of the module's own, a
@@ -212,7 +218,7 @@ class CompiledModule(nn.Module):
         nonfinite: str = "error",
         validate: bool = True,
         hidden: int = 16,
-        constants: str = "graphblas",
+        constants: str = "auto",
         cache: PreprocessCache | bool = True,
     ) -> None:
         super().__init__()
@@ -221,8 +227,11 @@ class CompiledModule(nn.Module):
             raise MatlangError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if nonfinite not in ("error", "keep"):
             raise MatlangError(f"nonfinite must be 'error' or 'keep', got {nonfinite!r}")
-        if constants not in ("graphblas", "torch"):
-            raise MatlangError(f"constants must be 'graphblas' or 'torch', got {constants!r}")
+        if constants not in CONSTANT_STAGES:
+            raise MatlangError(
+                f"constants must be one of {', '.join(map(repr, CONSTANT_STAGES))}, "
+                f"got {constants!r}"
+            )
         if not isinstance(cache, (bool, PreprocessCache)):
             raise MatlangError(
                 f"cache must be True, False or a PreprocessCache, got {type(cache).__name__}"
@@ -253,6 +262,8 @@ class CompiledModule(nn.Module):
             if k < len(plan.steps):
                 self._frees[k].append(reg)
         self.__dict__["_last_run"] = None  # see last_stats
+        #: how often each constant stage ran (not served from a batch memo), by its name
+        self.stage_runs: dict[str, int] = {}
         self._unit_if_unweighted = _unit_registers(plan)
         # masks whose entries come sorted row-major (the order CSR wants): no sort check
         self._row_major = frozenset(
@@ -282,6 +293,9 @@ class CompiledModule(nn.Module):
         self._stage = ConstantStage(
             plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
         )
+        self._torch_stage = TorchConstantStage(
+            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
+        )
         self._learnable = [p for p in self._program if not self._stage.const[p[0]]]
         # propagate steps whose matrix is a graph constant: an operator prebuilt per batch
         self._operators = {
@@ -308,7 +322,10 @@ class CompiledModule(nn.Module):
     # pickling: the lowered pointwise functions are closures; rebuilt from the plan on load
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for key in ("_functions", "_step_ops", "_program", "_learnable", "_stage", "_last_run"):
+        for key in (
+            "_functions", "_step_ops", "_program", "_learnable", "_stage", "_torch_stage",
+            "_last_run",
+        ):
             state.pop(key, None)
         return state
 
@@ -402,6 +419,7 @@ class CompiledModule(nn.Module):
         of its columns as channels of the one input, or column i for input i of several)."""
         n = batch.num_nodes
         declared = self.plan.inputs
+        finite = self.nonfinite == "error"
         unknown = [k for k in (inputs or {}) if k not in declared]
         if unknown:
             raise GraphError(
@@ -411,7 +429,9 @@ class CompiledModule(nn.Module):
             )
         out: dict[str, Tensor] = {}
         for name, v in (inputs or {}).items():
-            out[name] = _node_values(v, n, f"input '{name}'", batch.edge_index.device, dtype)
+            out[name] = _node_values(
+                v, n, f"input '{name}'", batch.edge_index.device, dtype, finite
+            )
         missing = [d for d in declared if d not in out]
         if not missing:
             return out
@@ -421,7 +441,7 @@ class CompiledModule(nn.Module):
                 f"no value for input '{missing[0]}': pass inputs={{'{missing[0]}': ...}} or give "
                 "the batch node features x"
             )
-        xs = _node_values(x, n, "the node features x", batch.edge_index.device, dtype)
+        xs = _node_values(x, n, "the node features x", batch.edge_index.device, dtype, finite)
         if len(declared) == 1:
             out[declared[0]] = xs  # every column a channel of the one input
             return out
@@ -438,46 +458,24 @@ class CompiledModule(nn.Module):
                 out[name] = xs if xs.dim() == 1 else xs[:, i]
         return out
 
+    def constant_stage_for(self, device: torch.device | str) -> str:
+        """Which constant stage a batch on ``device`` gets: ``"torch"`` or ``"graphblas"``
+        (the ``constants`` option; ``"auto"``: torch off the CPU)."""
+        if self.constants == "auto":
+            return "graphblas" if torch.device(device).type == "cpu" else "torch"
+        return self.constants
+
+    def _count_stage(self, where: str) -> None:
+        runs = self.__dict__.setdefault("stage_runs", {})
+        runs[where] = runs.get(where, 0) + 1
+
     def _graph_constants(
-        self, ctx: _Context
+        self, ctx: _Context, where: str = "graphblas"
     ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
-        """The plan's graph constants on this batch (GraphBLAS), as the interpreter's registers;
-        the (shape, bytes) of every constant register for the run statistics; the operators of
-        the propagate steps whose matrix is a constant (CSR, built once, reused by forward and
-        backward)."""
-        edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
-        graphs = graphs_of(ctx.batch, edges, weight)
-        wanted = set(self._operators.values())
-        if self.cache is not None and self._per_graph and graphs.g > 0:
-            options = (self._constants_key, str(ctx.dtype), str(ctx.device), ctx.backend)
-            cached = CachedStage(self._stage, wanted, self.cache, (("module", options),))
-            result = cached.run(graphs)
-        else:
-            result = run_stage(self._stage, graphs, wanted)
-        values, sizes = result.values, result.sizes
-        operators: dict[Any, Operator] = {}
-        for (mask, vals, transpose), csr in result.operators.items():
-            rowptr, col, w, symmetric = csr
-            operators[(mask, vals, transpose)] = Operator(
-                _tensor(rowptr, ctx.device),
-                _tensor(col, ctx.device),
-                torch.tensor(w, device=ctx.device, dtype=ctx.dtype),
-                ctx.n,
-                symmetric=symmetric,
-            )
-        item = torch.empty((), dtype=ctx.dtype).element_size()
-        stats: list[Any] = [None] * len(self.plan.steps)
-        for k, size in sizes.items():
-            mask = self.plan.steps[k].kind == MASK
-            stats[k] = ((2, size), 16 * size) if mask else ((size,), item * size)
-        regs = {
-            # the edge mask is the batch's own edges: no (2, E) stack of numpy rows and columns
-            k: edges
-            if self.plan.steps[k].op == "edges"
-            else to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device)
-            for k, v in values.items()
-        }
-        return regs, stats, operators
+        """The plan's graph constants on this batch (:func:`~compiler.constant_registers.
+        constant_registers`, on GraphBLAS or in torch: ``where``)."""
+        self._count_stage(where)
+        return constant_registers(self, ctx, where)
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
@@ -485,10 +483,11 @@ class CompiledModule(nn.Module):
         program = self._program
         stats: list[Any] = [None] * len(self.plan.steps)  # (shape, bytes) for the statistics
         given = ctx.batch.edge_weight
-        if self.constants == "graphblas" and not (given is not None and given.requires_grad):
-            key = f"{self._constants_key}.{ctx.dtype}.{ctx.device}.{ctx.backend}"
+        if self.constants != "none" and not (given is not None and given.requires_grad):
+            where = self.constant_stage_for(ctx.device)
+            key = f"{self._constants_key}.{where}.{ctx.dtype}.{ctx.device}.{ctx.backend}"
             constants, stats, ctx.prebuilt = ctx.batch.cached(
-                key, lambda: self._graph_constants(ctx), fingerprint=ctx.fingerprint
+                key, lambda: self._graph_constants(ctx, where), fingerprint=ctx.fingerprint
             )
             stats = list(stats)
             regs.update(constants)

@@ -390,31 +390,166 @@ def _check_simple(g: Graph) -> None:
         )
 
 
+_LAYOUT_ATTRIBUTE = "_matlang_pyg_layout"
+
+
+def _identity(t: Any) -> Any:
+    """What tells a tensor (or value) of a PyG object apart from call to call without reading
+    it: identity and in-place-modification counter (a tensor), the value itself (a number)."""
+    if t is None or isinstance(t, (int, np.integer)):
+        return t
+    if isinstance(t, torch.Tensor):
+        if t.is_inference():
+            raise _NoMemo
+        return (id(t), t._version)
+    raise _NoMemo  # a list, a numpy array: no counter to trust
+
+
+class _NoMemo(Exception):
+    """A PyG object whose layout cannot be remembered (inference tensors, non-tensors)."""
+
+
+def _layout_key(data: Any, ei: torch.Tensor) -> tuple[Any, ...] | None:
+    """The key of a PyG object's layout memo (see :func:`_from_pyg`), ``None`` when it cannot
+    be remembered. Nothing here reads a tensor's values: no device synchronisation."""
+    from matlang.graphs import _attr
+
+    if not isinstance(data.edge_index, torch.Tensor) or ei.is_inference():
+        return None
+    try:
+        mapping = _pyg_mapping(data)
+        if mapping is not None:
+            return (ei._version, tuple(ei.shape), *_store_parts(data, mapping))
+        parts = tuple(
+            _identity(_attr(data, name))
+            for name in ("ptr", "batch", "num_nodes", "num_graphs", "edge_weight")
+        )
+    except _NoMemo:
+        return None
+    return (ei._version, tuple(ei.shape), *parts)
+
+
+def _pyg_mapping(data: Any) -> dict[str, Any] | None:
+    """The attribute dict of a PyG ``Data``/``Batch`` (``_store._mapping``), or ``None``: a dict
+    look-up costs far less than PyG's ``__getattr__`` (µs each, more for an absent key)."""
+    try:
+        store = vars(data).get("_store")
+        mapping = None if store is None else vars(store).get("_mapping")
+    except TypeError:  # no __dict__
+        return None
+    return mapping if isinstance(mapping, dict) else None
+
+
+def _store_parts(data: Any, mapping: dict[str, Any]) -> tuple[Any, ...]:
+    """The layout key's parts read from a PyG attribute dict: the identities and versions of
+    ``ptr``, ``batch`` and ``edge_weight``, an explicit ``num_nodes``, the graph count of a
+    ``Batch``, whether ``edge_attr`` is there, and the shapes of the other tensors (what PyG
+    infers ``num_nodes`` from when it is not given)."""
+    layout = ("ptr", "batch", "edge_weight", "num_nodes")
+    shapes = tuple(
+        (k, tuple(v.shape))
+        for k, v in mapping.items()
+        if k not in layout and isinstance(v, torch.Tensor)
+    )
+    return (
+        *(_identity(mapping.get(name)) for name in layout),
+        _identity(vars(data).get("_num_graphs")),
+        "edge_attr" in mapping,
+        shapes,
+    )
+
+
 def _from_pyg(data: Any) -> Batch:
     """A PyG ``Data`` or ``Batch`` (duck-typed) as a :class:`Batch`: its graphs are those of
-    :func:`~matlang.graphs.pyg_layout` (its own ``ptr``, empty graphs anywhere)."""
+    :func:`~matlang.graphs.pyg_layout` (its own ``ptr``, empty graphs anywhere).
+
+    The layout (int64 edges, batch vector, ``ptr``, checked weights) is remembered on the
+    caller's ``edge_index`` tensor, keyed by the identities and modification counters of the
+    object's ``ptr``, ``batch``, ``edge_weight`` and its ``num_nodes``/``num_graphs``: the same
+    ``Data`` called again gets the same tensors back without a look at their values (no host
+    copy), so the batch memo (:func:`_shared_memo`) finds its validation and graph constants;
+    with the same ``x`` tensor too, the same :class:`Batch` object comes back. The memo holds
+    the tensors it was keyed by (their ids stay theirs) and dies with ``edge_index``."""
     ei = torch.as_tensor(data.edge_index)
-    if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
-        # a cast would silently truncate node ids such as 0.5
-        raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
-    if ei.dim() != 2 or ei.shape[0] != 2:
-        raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
-    ei = ei.to(torch.int64)
-    n, offsets = pyg_layout(data)
-    if offsets is None:  # one graph
-        offsets = np.array([0, n], dtype=np.int64)
-    ptr = torch.from_numpy(offsets).to(ei.device)
-    b = torch.repeat_interleave(
-        torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
-    )
+    key = _layout_key(data, ei)
+    if key is not None:
+        hit = getattr(ei, _LAYOUT_ATTRIBUTE, None)
+        if hit is not None and hit[0] == key:
+            ei64, b, ptr, w = hit[1]
+            x = _features(data, int(b.numel()))
+            last = hit[3]
+            if last and last[0].x is x:  # the same features too: the same Batch object
+                return last[0]  # type: ignore[no-any-return]
+            out = Batch(ei64, b, ptr, x, w, ())
+            last[:] = [out]
+            return out
+    ei64, b, ptr, w = _pyg_layout_tensors(data, ei)
+    out = Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+    if key is not None:
+        from matlang.graphs import _attr
+
+        held = tuple(_attr(data, name) for name in ("ptr", "batch", "edge_weight"))
+        try:
+            setattr(ei, _LAYOUT_ATTRIBUTE, (key, (ei64, b, ptr, w), held, [out]))
+        except (AttributeError, RuntimeError):  # a tensor subclass without attributes
+            pass
+    return out
+
+
+def _features(data: Any, n: int) -> torch.Tensor | None:
+    """A PyG object's ``x`` as ``(N, d)`` (one row per node, checked by shape)."""
     x = getattr(data, "x", None)
     x = None if x is None else torch.as_tensor(x)
     if x is not None and x.dim() == 1:  # one feature per node
         x = x.unsqueeze(-1)
     if x is not None and (x.dim() == 0 or x.shape[0] != n):
         raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    return x
+
+
+class _LayoutView:
+    """What :func:`~matlang.graphs.pyg_layout` reads of a PyG object whose node count it knows:
+    its layout and no edges (it reads them only to infer the node count), so a batch on a GPU
+    does not copy its (2, E) edges to the host to be laid out."""
+
+    def __init__(self, data: Any, num_nodes: Any) -> None:
+        from matlang.graphs import _attr
+
+        self.edge_index = np.zeros((2, 0), dtype=np.int64)
+        self.num_nodes = num_nodes
+        self.ptr, self.batch, self.num_graphs = (
+            _attr(data, name) for name in ("ptr", "batch", "num_graphs")
+        )
+
+    @staticmethod
+    def of(data: Any) -> Any:
+        from matlang.graphs import _attr
+
+        n = _attr(data, "num_nodes")
+        return data if n is None else _LayoutView(data, n)
+
+
+def _pyg_layout_tensors(
+    data: Any, ei: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """int64 edges, batch vector, ``ptr`` and checked weights of a PyG object (read and
+    checked on the host: once per object, see :func:`_from_pyg`)."""
+    if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
+        # a cast would silently truncate node ids such as 0.5
+        raise GraphError(f"edge_index must hold integers, got {ei.dtype}", "batch")
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
+    ei = ei.to(torch.int64)
+    n, offsets = pyg_layout(_LayoutView.of(data))
+    if offsets is None:  # one graph
+        offsets = np.array([0, n], dtype=np.int64)
+    ptr = torch.from_numpy(offsets).to(ei.device)
+    b = torch.repeat_interleave(
+        torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
+    )
+    _features(data, n)  # x is checked before the weights, as always
     w = None
     if edge_weights(data, int(ei.shape[1])) is not None:  # checked: one finite number per edge
         # the caller's tensor itself (a learned weight keeps its gradient)
         w = torch.as_tensor(data.edge_weight).reshape(int(ei.shape[1]))
-    return Batch(ei, b, ptr, x, w, ())
+    return ei, b, ptr, w

@@ -3,8 +3,10 @@
 * **Graph constants**: the supports ``C_s`` of the operator sentences, on their masks, through
   :func:`compiler.api.materialise`, and the values of input-free node or graph sentences
   (:func:`graph_values`). They depend on the graph only, are computed once per batch in float64
-  and remembered on the batch's ``edge_index`` tensor (weakly: the entry dies with the tensor;
-  an in-place change of the tensor, seen by its version counter, recomputes). The supports
+  and remembered in the batch memo of :mod:`runtime.batch` (shared with compiled modules), which
+  lives on the batch's ``edge_index`` tensor (the entry dies with the tensor; an in-place change
+  of it or of the batch vector, seen by their version counters, recomputes; a new batch vector
+  tensor is a new batch). The supports
   never leave :func:`propagate_supports`, which computes ``Σ_s C_s Y_s`` (and its adjoint for
   the backward pass).
 * **Channel-wise sentences** (:func:`apply_channels`): a node- or graph-level sentence of one
@@ -25,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -67,10 +68,6 @@ class Stage:
 
     key: str
     spec: dict[str, Any] = field(init=False)
-    # id of an edge_index tensor -> (weak reference to it, its version, batch vector,
-    # num_nodes, value); the entry is dropped when the tensor dies (tensors compare elementwise,
-    # so they cannot be the keys of a WeakKeyDictionary)
-    _memo: dict[int, tuple[Any, ...]] = field(init=False, default_factory=dict)
     _modules: dict[Any, Any] = field(init=False, default_factory=dict)
     #: how often the graph constants were computed (not served from the memo)
     computed: int = 0
@@ -82,32 +79,29 @@ class Stage:
     def sentences(self) -> list[str]:
         return list(self.spec["sentences"])
 
-    def remembered(self, edge_index: Tensor, batch: Tensor | None, n: int, compute: Any) -> Any:
-        """``compute()`` once per batch (see the module docstring)."""
+    def remembered(
+        self, edge_index: Tensor, batch: Tensor | None, n: int, compute: Any, what: str = ""
+    ) -> Any:
+        """``compute()`` once per batch: remembered in the batch memo of
+        :mod:`runtime.batch` (the one record of "this batch was seen", shared with compiled
+        modules), which lives on ``edge_index`` and is told apart by the identities and
+        versions of the layout tensors: no value is read back on a repeated call."""
+        if batch is not None and batch.numel() != n:
+            raise GraphError(
+                f"batch vector has {batch.numel()} entries but x has {n} rows", "batch"
+            )
         if edge_index.is_inference():  # no version counter: nothing can be remembered
             return compute()
-        hit = self._memo.get(id(edge_index))
-        if hit is not None and hit[0]() is edge_index:
-            _, version, b, nodes, value = hit
-            same_batch = (b is None and batch is None) or (
-                b is not None
-                and batch is not None
-                and b.shape == batch.shape
-                and bool(torch.equal(b, batch))
-            )
-            if version == edge_index._version and nodes == n and same_batch:
-                return value
-        value = compute()
-        self.computed += 1
-        kept = None if batch is None else batch.detach().clone()
-        key, memo = id(edge_index), self._memo
+        b = as_batch(
+            SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
+            validate=False,
+        )
 
-        def forget(ref: Any) -> None:
-            if key in memo and memo[key][0] is ref:
-                del memo[key]
+        def counted() -> Any:
+            self.computed += 1
+            return compute()
 
-        self._memo[key] = (weakref.ref(edge_index, forget), edge_index._version, kept, n, value)
-        return value
+        return b.cached(f"stage.{what}.{self.key}", counted)
 
     def module(self, text: str, dtype: torch.dtype) -> Any:
         """The compiled module of one sentence (built once per dtype)."""
@@ -142,7 +136,7 @@ class Stage:
                 vals.append(values.to(torch.float64))
             return _Supports(torch.cat(rows), torch.cat(cols), torch.cat(vals), n, len(texts))
 
-        return self.remembered(edge_index, batch, n, compute)  # type: ignore[no-any-return]
+        return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
     def values(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, K)`` (node sentences) or ``(G, K)`` (graph sentences), float64."""
@@ -155,7 +149,7 @@ class Stage:
                 return torch.zeros(rows, 0, dtype=torch.float64)
             return torch.stack([c.reshape(rows) for c in cols], 1)
 
-        return self.remembered(edge_index, batch, n, compute)  # type: ignore[no-any-return]
+        return self.remembered(edge_index, batch, n, compute, "values")  # type: ignore[no-any-return]
 
     # -- channel-wise ------------------------------------------------------------------------
     def apply(self, x: Tensor, edge_index: Tensor, batch: Tensor | None) -> Tensor:
@@ -163,21 +157,22 @@ class Stage:
         sentence ``k`` are ``k·d … k·d + d - 1``)."""
         n = x.shape[0]
         # validated once per batch; the memo keeps no tensor of the batch alive
-        self.remembered(edge_index, batch, n, lambda: make_batch(edge_index, batch, n) and True)
+        self.remembered(
+            edge_index, batch, n, lambda: make_batch(edge_index, batch, n) and True, "valid"
+        )
         b = as_batch(
             SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
             validate=False,
         )
         outs: list[Tensor] = []
+        rows = n if self.spec["level"] == "node" else b.num_graphs
         for text in self.sentences:
             m = self.module(text, x.dtype)
-            name = m.plan.inputs[0]
-            # one pass per channel (the interpreter takes one signal per input)
-            outs.extend(m(b, inputs={name: x[:, c]}) for c in range(x.shape[1]))
-        rows = n if self.spec["level"] == "node" else b.num_graphs
+            # every channel in one pass: the interpreter takes (N, d) signals
+            outs.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(rows, x.shape[1]))
         if not outs:
             return x.new_zeros(rows, 0)
-        return torch.stack([o.reshape(rows) for o in outs], 1)
+        return torch.cat(outs, 1)
 
 
 #: Stages by key: a pure function of the key (compiled sentences and their batch memos).
