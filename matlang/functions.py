@@ -618,10 +618,12 @@ class _Lowering:
         if self.backend != "torch":
             return a, b
         torch = self.lib
+        # a Python number as a 0-d tensor by a fill on the device: torch.as_tensor would copy
+        # it from the host, a synchronising transfer on a GPU
         if not isinstance(a, torch.Tensor):
-            a = torch.as_tensor(a, dtype=b.dtype, device=b.device)
+            a = torch.full((), a, dtype=b.dtype, device=b.device)
         if not isinstance(b, torch.Tensor):
-            b = torch.as_tensor(b, dtype=a.dtype, device=a.device)
+            b = torch.full((), b, dtype=a.dtype, device=a.device)
         return a, b
 
 

@@ -32,6 +32,7 @@ name, torch's version and the git commit.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -412,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU",
         "torch": torch.__version__,
-        "git_commit": git_commit(),
+        # a GPU machine gets a copy of the tree whose .git may be older than the tree: the
+        # sender names the commit it sent (.ci/gpu passes MATLANG_SENT_COMMIT through)
+        "git_commit": os.environ.get("MATLANG_SENT_COMMIT") or git_commit(),
         "quick": args.quick,
         "repeats": repeats,
         "rows": rows,
