@@ -321,7 +321,10 @@ class PlanLowering:
             approx = float(value)
             if not math.isfinite(approx):  # exp(1000): finite for sympy, not for a tensor
                 raise LoweringError(
-                    f"{_text(e)} = {sp.N(value, 6)} does not fit in float64", e.span
+                    # !s, not format(): sympy formats a Float through decimal, which
+                    # refuses exponents past its context (exp(1e30) ≈ 4.03e+434294481903…)
+                    f"{_text(e)} = {sp.N(value, 6)!s} does not fit in float64",
+                    e.span,
                 )
             number = Fraction(approx)
         where = f" at {e.span.line}:{e.span.col}" if e.span else ""
