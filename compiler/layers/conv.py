@@ -16,6 +16,7 @@ from matlang.compiler.layers.stage import (
     stage,
     stage_key,
 )
+from matlang.runtime.inputs import layer_inputs
 from torch import Tensor, nn
 
 from matlang import ast
@@ -184,7 +185,7 @@ class SentenceConv(nn.Module):
         self, x: Any, edge_index: Tensor | None = None, batch: Tensor | None = None
     ) -> Tensor:
         dtype = next(self.parameters()).dtype  # every layer has a weight per kind it uses
-        x, edge_index, batch = unpack(x, edge_index, batch, dtype)
+        x, edge_index, batch = unpack(*layer_inputs(x, edge_index, batch), dtype)
         x = x.to(dtype)
         n = x.shape[0]
         out = x.new_zeros(n, self.out_channels)
