@@ -188,6 +188,8 @@ class SentenceConv(nn.Module):
         x, edge_index, batch = unpack(*layer_inputs(x, edge_index, batch), dtype)
         x = x.to(dtype)
         n = x.shape[0]
+        if x.shape[1] != self.in_channels:
+            raise MatlangError(f"x has {x.shape[1]} channels, the layer expects {self.in_channels}")
         out = x.new_zeros(n, self.out_channels)
         if self.weight is not None:
             # x W_s for every s at once: (N, S, out), then Σ_s C_s (x W_s) in one pass

@@ -207,3 +207,73 @@ def test_features_on_a_graph_without_nodes_and_duck_typed_objects() -> None:
     out = t(Data(edge_index=TRIANGLE, num_nodes=3))
     assert out.x.tolist() == [[2.0], [2.0], [2.0]] and out.graph_features.tolist() == [[1.0]]
     assert not hasattr(Data(edge_index=TRIANGLE, num_nodes=3), "graph_features")
+
+
+# --------------------------------------------------------------------------- malformed objects
+
+FIELDS: dict[str, list[Any]] = {
+    "edge_index": [
+        TRIANGLE,
+        TRIANGLE.float(),
+        TRIANGLE.t().contiguous(),
+        TRIANGLE[0],
+        TRIANGLE.numpy(),
+        TRIANGLE.numpy().astype(np.float64),
+        TRIANGLE.tolist(),
+        torch.tensor([[0, -1], [-1, 0]]),
+        torch.tensor([[0, 10**12], [10**12, 0]]),
+        TRIANGLE.bool(),
+        TRIANGLE[None],
+        torch.zeros(2, 0, dtype=torch.long),
+        torch.tensor([[0, 1], [1, 2]]),  # no reverse edges
+    ],
+    "num_nodes": [None, 3, 3, -1, 2.5, "3", 10**12, True, torch.tensor(3), 0],
+    "x": [
+        None,
+        torch.ones(3, 1),
+        torch.ones(5, 1),
+        torch.ones(0),
+        torch.tensor(1.0),
+        torch.ones(3, 2, dtype=torch.long),
+        torch.ones(3, 1, 2),
+    ],
+    "batch": [
+        None,
+        torch.zeros(3, dtype=torch.long),
+        torch.zeros(2, dtype=torch.long),
+        torch.zeros(3),
+        torch.tensor([1, 0, 0]),
+        torch.tensor([0, 0, 5]),
+    ],
+    "ptr": [
+        None,
+        torch.tensor([0, 3]),
+        torch.tensor([0, 1, 3]),
+        torch.tensor([0, 3, 3]),
+        torch.tensor([3, 0]),
+        torch.tensor([0.0, 3.0]),
+        torch.tensor([[0, 3]]),
+    ],
+    "num_graphs": [None, 1, 2, -1],
+    "edge_weight": [None, torch.ones(6), torch.ones(2), torch.full((6,), float("nan"))],
+}
+
+
+def malformed(seed: int) -> Data:
+    rng = np.random.default_rng(seed)
+    fields = {k: v[int(rng.integers(len(v)))] for k, v in FIELDS.items()}
+    return Data(**{k: v for k, v in fields.items() if v is not None or k == "x"})
+
+
+@pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("MATLANG_BAD_CASES", 40))))
+def test_malformed_data_objects_give_values_or_project_errors(seed: int) -> None:
+    from matlang.errors import MatlangError
+
+    d = malformed(seed)
+    for name, fn in entry_points().items():
+        try:
+            fn(d)
+        except MatlangError:
+            pass
+        except Exception as err:  # a foreign exception is the bug this test is for
+            pytest.fail(f"{name} on {d}: {type(err).__name__}: {err}")

@@ -349,3 +349,20 @@ def test_targeted_fuzz_against_the_dense_evaluator() -> None:
     print(dict(counts))
     bad = {k: v for k, v in counts.items() if k != "inputs"}
     assert counts["inputs"] == cases and not bad, bad
+
+
+def test_conv_node_sentences_with_a_graph_scalar_after_a_huge_graph() -> None:
+    from matlang.runtime.batch import Batch
+
+    from matlang.nn import SentenceConv
+
+    texts = ["(onesᵀ exp(A ones)) ones", "exp(A ones) / (1 + onesᵀ exp(A ones))"]
+    conv = SentenceConv(1, 2, texts, init="identity", bias=False).double()
+    graphs = [BIG["K40"], _empty(0), named("path3"), _empty(2), named("cycle4")]
+    b = Batch.from_graphs(graphs)
+    out = conv(torch.ones(b.num_nodes, 1, dtype=torch.float64), b.edge_index, b.batch)
+    ptr = np.cumsum([0] + [g.num_nodes for g in graphs])
+    for g, lo, hi in zip(graphs, ptr[:-1], ptr[1:]):
+        for k, text in enumerate(texts):
+            want = np.asarray(matlang.evaluate(text, g, exact=False), dtype=np.float64)
+            np.testing.assert_allclose(out[lo:hi, k].detach().numpy(), want, rtol=1e-12)
