@@ -22,12 +22,10 @@ def check_num_nodes(n: Any, where: str | None = "batch", *, dense: bool = False)
     most :data:`~matlang.limits.MAX_NODES` (:data:`~matlang.limits.MAX_DENSE_NODES` for a graph
     held as an ``n × n`` array, ``dense``)."""
     value = n.item() if hasattr(n, "item") and getattr(n, "ndim", 0) == 0 else n
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise GraphError(f"num_nodes must be an integer, got {n!r}", where)
-    value = int(value)
+    whole = isinstance(value, numbers.Real) and float(value).is_integer()
+    if isinstance(value, bool) or not whole:  # 3 and 3.0 are counts; True, 2.5 and "3" not
+        raise GraphError(f"num_nodes must be an integer, got {n!r}", where)
+    value = int(float(value)) if not isinstance(value, numbers.Integral) else int(value)
     if value < 0:
         raise GraphError(f"num_nodes must be at least 0, got {value}", where)
     _check_size(value, where, dense=dense)
