@@ -661,7 +661,8 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
                 )
             return _pyg_graphs(obj)[0].with_name(name)
         # checked and located as the runtime does it, so every entry point gives the same message
-        check_edge_index(obj.edge_index, n, name or "batch")
+        raw = obj.edge_index
+        check_edge_index(raw if hasattr(raw, "shape") else _numpy(raw), n, name or "batch")
         feats = _attr(obj, "x")
         if feats is not None:
             check_x(feats, n, name or "batch")

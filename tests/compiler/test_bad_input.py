@@ -277,3 +277,12 @@ def test_malformed_data_objects_give_values_or_project_errors(seed: int) -> None
             pass
         except Exception as err:  # a foreign exception is the bug this test is for
             pytest.fail(f"{name} on {d}: {type(err).__name__}: {err}")
+
+
+@pytest.mark.parametrize("form", ["tensor", "numpy", "list"])
+def test_every_entry_point_reads_edge_index_forms_alike(form: str) -> None:
+    ei = {"tensor": TRIANGLE, "numpy": TRIANGLE.numpy(), "list": TRIANGLE.tolist()}[form]
+    d = data(edge_index=ei, num_nodes=3)
+    assert matlang.evaluate("tr(A³)", d) == matlang.evaluate("tr(A³)", d, sparse=True) == 6
+    assert matlang.compile("tr(A³)")(d).tolist() == [6.0]
+    assert SentenceReadout(["tr(A³)"])(d).tolist() == [[6.0]]
