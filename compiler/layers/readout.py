@@ -79,7 +79,10 @@ class SentenceReadout(nn.Module):
         num_graphs: int | None = None,
     ) -> Tensor:
         """``num_graphs`` (a data object's own, when given one) is the number of rows; without
-        it, the rows are counted from the batch vector, a graph break under ``torch.compile``."""
+        it, the rows are counted from the batch vector, a graph break under ``torch.compile``.
+        Graphs after the batch vector's last one (graphs without nodes, which the vector cannot
+        show) get rows only when ``num_graphs`` says they are there: the sentences' values on a
+        graph without nodes (in eager mode; under ``torch.compile`` they are refused)."""
         x, edge_index, batch = layer_inputs(x, edge_index, batch)
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)
