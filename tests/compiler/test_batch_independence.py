@@ -38,6 +38,8 @@ from tests.compiler.test_compile_vs_dense import OWN
 from tests.compiler.test_hypothesis_compile import sentences as random_sentences
 
 torch.set_num_threads(1)
+# float32 modules warn that K40's and K60's counts round: the comparison allows for it
+pytestmark = pytest.mark.filterwarnings("ignore:a graph constant of this sentence reaches")
 
 #: Sentences whose floats span many magnitudes: after a huge graph, the small ones keep theirs.
 FLOATS = [
@@ -199,7 +201,7 @@ def check_readout(text: str, graphs: list[Graph]) -> None:
 
 
 @settings(
-    max_examples=40,
+    max_examples=80,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -212,7 +214,7 @@ def test_a_value_never_depends_on_the_batch(text: str, graphs: list[Graph]) -> N
 
 
 @settings(
-    max_examples=25,
+    max_examples=50,
     deadline=None,
     derandomize=True,
     suppress_health_check=[
@@ -343,7 +345,7 @@ def run_fuzz(cases: int, seed: int, seconds: int) -> Counter[str]:
 
 
 def test_targeted_fuzz_against_the_dense_evaluator() -> None:
-    cases = int(os.environ.get("MATLANG_FUZZ_CASES", "60"))
+    cases = int(os.environ.get("MATLANG_FUZZ_CASES", "200"))
     seconds = int(os.environ.get("MATLANG_FUZZ_SECONDS", "20"))
     counts = run_fuzz(cases, seed=int(os.environ.get("MATLANG_FUZZ_SEED", "32")), seconds=seconds)
     print(dict(counts))
