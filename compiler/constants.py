@@ -31,6 +31,7 @@ from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 from matlang.errors import EvaluationError, MatlangError
 from matlang.functions import numeric, polynomial_degree
+from matlang.graphs import is_one_graph
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
@@ -475,15 +476,13 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
             f"evaluate takes one sentence, got {len(program.sentences)} (evaluate them one by one)"
         )
     plan = lower(program)
-    single = not isinstance(graph, (list, tuple))
     if hasattr(graph, "tocoo") and not hasattr(graph, "edge_index"):  # scipy sparse
-        coo = graph.tocoo()
-        data = _SparseGraph(coo)
-        batch = as_batch(data)
+        single = True
+        batch = as_batch(_SparseGraph(graph))
     else:
+        # the dense evaluator's rule (matlang.graphs): a PyG Batch of one graph is a list
+        single = is_one_graph(graph)
         batch = as_batch(graph)
-        if single and batch.num_graphs != 1:
-            single = False
     edges, weight = prepared_edges(batch)
     with torch.no_grad():
         graphs = graphs_of(batch, edges, weight)
@@ -493,18 +492,18 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
 
 
 class _SparseGraph:
-    """A scipy sparse adjacency seen as a PyG-like object (one graph)."""
+    """A scipy sparse 0/1 adjacency seen as a PyG-like object (one graph); checked by the dense
+    evaluator's rule (:func:`matlang.graphs.sparse_pattern`: a weighted matrix is refused)."""
 
-    def __init__(self, coo: Any) -> None:
+    def __init__(self, matrix: Any) -> None:
         import torch
 
-        order = np.lexsort((coo.col, coo.row))
-        self.num_nodes = int(coo.shape[0])
-        self.edge_index = torch.from_numpy(
-            np.stack([coo.row[order], coo.col[order]]).astype(np.int64)
-        )
-        data = np.asarray(coo.data)[order]
-        self.edge_weight = None if np.all(data == 1) else torch.from_numpy(data.astype(np.float64))
+        from matlang.graphs import sparse_pattern
+
+        n, rows, cols = sparse_pattern(matrix)
+        self.num_nodes = n
+        self.edge_index = torch.from_numpy(np.stack([rows, cols]))
+        self.edge_weight = None
         self.x = None
 
 

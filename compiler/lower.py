@@ -63,6 +63,15 @@ class MaskRef:
     support: Support
 
 
+
+def _shown(value: sp.Expr) -> str:
+    """A sympy number as text: sympy formats a Float through decimal, whose context refuses
+    exponents such as exp(1e30)'s (4.03e+434294481903…); ``str`` prints it whatever its size."""
+    try:
+        return f"{value}"
+    except ArithmeticError:  # decimal.InvalidOperation
+        return str(value)
+
 def _text(e: ast.Expr) -> str:
     from matlang.printer import to_text
 
@@ -321,7 +330,7 @@ class PlanLowering:
             approx = float(value)
             if not math.isfinite(approx):  # exp(1000): finite for sympy, not for a tensor
                 raise LoweringError(
-                    f"{_text(e)} = {sp.N(value, 6)} does not fit in float64", e.span
+                    f"{_text(e)} = {_shown(sp.N(value, 6))} does not fit in float64", e.span
                 )
             number = Fraction(approx)
         where = f" at {e.span.line}:{e.span.col}" if e.span else ""

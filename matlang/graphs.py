@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from matlang import limits
 from matlang.errors import GraphError
+from matlang.inputs import check_edge_index, check_num_nodes, check_x
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +135,8 @@ def from_adjacency(
 ) -> Graph:
     """A graph from a dense or scipy-sparse adjacency matrix (checked, copied, read-only)."""
     if hasattr(a, "toarray"):
+        if len(a.shape) == 2:  # a Graph is dense: n × n entries are allocated here
+            check_num_nodes(max(a.shape), name, dense=True)
         a = a.toarray()
     if hasattr(a, "detach"):
         a = a.detach().cpu().numpy()
@@ -144,6 +148,34 @@ def from_adjacency(
             f"features have {feats.shape[0]} rows but the graph has {arr.shape[0]} nodes", name
         )
     return Graph(arr, name, feats)
+
+
+def sparse_pattern(a: Any, name: str | None = None) -> tuple[int, np.ndarray, np.ndarray]:
+    """A scipy sparse adjacency as ``(n, rows, cols)``, its entries sorted row-major, without
+    densifying it: the rule of :func:`from_adjacency` (square, 0/1: a weighted matrix is refused
+    with the same error; explicit zeros are no entries, repeated entries add up as in
+    ``toarray()``)."""
+    shape = tuple(a.shape)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise GraphError(f"adjacency must be a square matrix, got shape {shape}", name)
+    n = check_num_nodes(shape[0], name)
+    csr = a.tocsr(copy=True)
+    csr.sum_duplicates()
+    csr.eliminate_zeros()
+    data = np.asarray(csr.data)
+    if data.dtype != bool and not np.issubdtype(data.dtype, np.number):
+        raise GraphError(f"adjacency must be numeric, got dtype {data.dtype}", name)
+    bad = np.flatnonzero(data != 1)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(csr.indptr))
+    cols = np.asarray(csr.indices, dtype=np.int64)
+    if bad.size:
+        k = int(bad[0])
+        raise GraphError(
+            f"adjacency must be 0/1, entry ({rows[k]}, {cols[k]}) is {data[k].item()!r} (pass "
+            "allow_weights=True for a weighted graph)",
+            name,
+        )
+    return n, rows, cols
 
 
 def node_features(x: np.ndarray) -> np.ndarray:
@@ -169,18 +201,9 @@ def from_edge_index(
     if hasattr(edge_index, "detach"):
         edge_index = edge_index.detach().cpu().numpy()
     ei = np.asarray(edge_index)
-    if ei.ndim != 2 or ei.shape[0] != 2:
-        raise GraphError(f"edge_index must have shape (2, E), got {ei.shape}", name)
-    if ei.size and not np.issubdtype(ei.dtype, np.integer):
-        raise GraphError(f"edge_index must hold integers, got dtype {ei.dtype}", name)
+    # the one check of every entry point; a Graph is dense: n is bounded by MAX_DENSE_NODES
+    num_nodes = check_edge_index(ei, num_nodes, name, dense=True, noun="graph")
     ei = ei.astype(np.int64)
-    if num_nodes is None:
-        num_nodes = int(ei.max()) + 1 if ei.size else 0
-    if ei.size and (ei.min() < 0 or ei.max() >= num_nodes):
-        bad = int(ei.max()) if ei.max() >= num_nodes else int(ei.min())
-        raise GraphError(
-            f"edge_index refers to node {bad} but the graph has {num_nodes} nodes", name
-        )
     if edge_weight is None:
         w = np.ones(ei.shape[1], dtype=np.int64)
     else:
@@ -398,8 +421,13 @@ def named(name: str) -> Graph:
     if m:
         fam = _ALIASES.get(m.group(1), m.group(1))
         n = int(m.group(2))
-        if n < _FAMILY_MIN[fam] or n > 100000:
+        if n < _FAMILY_MIN[fam]:
             raise GraphError(f"no built-in graph {name!r}: size {n} out of range")
+        if n + (fam == "star") > limits.MAX_DENSE_NODES:  # built dense, n × n
+            raise GraphError(
+                f"no built-in graph {name!r}: size {n} out of range, beyond "
+                f"{limits.named('MAX_DENSE_NODES')} (built-in graphs are dense)"
+            )
         return _FAMILIES[fam](n).with_name(name)
     raise GraphError(f"no built-in graph named {name!r}; known: " + ", ".join(named_graph_names()))
 
@@ -451,13 +479,13 @@ def pyg_layout(data: Any) -> tuple[int, np.ndarray | None]:
     ptr = None if ptr_given is None else _numpy(ptr_given)
     vec = None if vec_given is None else _numpy(vec_given)
     if n_given is not None:
-        n = int(n_given)
+        n = check_num_nodes(n_given)
     elif ptr is not None and ptr.size:
-        n = int(ptr[-1])
+        n = check_num_nodes(ptr[-1])
     elif vec is not None:
         n = int(vec.size)
     else:
-        n = int(ei.max()) + 1 if ei.size else 0
+        n = check_edge_index(ei, None)
     if vec is not None:
         if vec.ndim != 1 or (vec.size and not np.issubdtype(vec.dtype, np.integer)):
             raise GraphError(
@@ -553,19 +581,13 @@ def _pyg_graphs(data: Any) -> list[Graph]:
     n, ptr = pyg_layout(data)
     assert ptr is not None
     ei = _numpy(data.edge_index)
-    if ei.ndim != 2 or ei.shape[0] != 2:
-        raise GraphError(f"edge_index must have shape (2, E), got {ei.shape}", "batch")
-    if ei.size and not np.issubdtype(ei.dtype, np.integer):
-        raise GraphError(f"edge_index must hold integers, got dtype {ei.dtype}", "batch")
+    check_edge_index(ei, n)
     ei = ei.astype(np.int64)
-    if ei.size and (ei.min() < 0 or ei.max() >= n):
-        bad = int(ei.max()) if ei.max() >= n else int(ei.min())
-        raise GraphError(f"edge_index refers to node {bad} but the batch has {n} nodes", "batch")
     w = edge_weights(data, ei.shape[1])
     x = _attr(data, "x")
     x = None if x is None else _numpy(x)
-    if x is not None and (x.ndim == 0 or x.shape[0] != n):
-        raise GraphError(f"x of shape {tuple(x.shape)} has not one row per node ({n})", "batch")
+    if x is not None:
+        check_x(x, n)
     # ptr[g] <= node < ptr[g + 1]: the last offset not above the node (empty graphs skipped)
     gid = np.searchsorted(ptr, ei, side="right") - 1
     cross = gid[0] != gid[1]
@@ -638,8 +660,13 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
                     f"a batch of {ptr.size - 1} graphs is not one graph: use as_graphs", name
                 )
             return _pyg_graphs(obj)[0].with_name(name)
+        # checked and located as the runtime does it, so every entry point gives the same message
+        raw = obj.edge_index
+        check_edge_index(raw if hasattr(raw, "shape") else _numpy(raw), n, name or "batch")
+        feats = _attr(obj, "x")
+        if feats is not None:
+            check_x(feats, n, name or "batch")
         ei = _numpy(obj.edge_index)
-        # located as the runtime locates it, so every entry point gives the same message
         w = edge_weights(obj, ei.shape[1] if ei.ndim == 2 else 0, name or "batch")
         if w is not None:
             options.setdefault("allow_weights", True)

@@ -15,6 +15,12 @@ bound                      value       where it is checked
                                        multiplied out and its ``let`` bindings expanded
                                        (``tr(A^254)``: 256)
 ``WITNESS_SECONDS``        20          ``classify``: time spent searching a witness pair
+``MAX_DENSE_NODES``        20 000      dense graphs (:class:`~matlang.graphs.Graph`, built-in
+                                       names such as ``K20000``, the dense evaluator): nodes of
+                                       one graph held as an ``n × n`` array (3.2 GB of int64)
+``MAX_NODES``              10⁹         sparse batches (compiled modules, layers, ``--sparse``,
+                                       ``--edges``): ``num_nodes`` and every node id + 1 (the
+                                       node arrays are O(N): 8 GB per int64 vector)
 =========================  ==========  =====================================================
 
 Every value is generous for the language's use (the paper's sentences use powers up to 5,
@@ -33,6 +39,8 @@ MAX_EXPONENT = 10_000
 MAX_DIGITS = 4_000
 MAX_COMPILED_SIZE = 256
 WITNESS_SECONDS = 20.0
+MAX_DENSE_NODES = 20_000
+MAX_NODES = 1_000_000_000
 
 
 def named(constant: str) -> str:
@@ -44,11 +52,13 @@ def named(constant: str) -> str:
 
 __all__ = [
     "MAX_COMPILED_SIZE",
+    "MAX_DENSE_NODES",
     "MAX_DIGITS",
     "MAX_EXPONENT",
     "MAX_LITERAL_DIGITS",
     "MAX_LITERAL_EXPONENT",
     "MAX_NESTING",
+    "MAX_NODES",
     "MAX_SENTENCE_CHARS",
     "WITNESS_SECONDS",
     "named",

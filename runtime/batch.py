@@ -145,6 +145,14 @@ class Batch:
         edges (validation, coalesced edges) is computed once per batch. An in-place change of
         ``edge_index``, ``batch``, ``ptr`` or ``edge_weight`` invalidates it. ``fingerprint``:
         :meth:`fingerprint` as the caller just took it (one per forward pass, not one per look).
+
+        Which writes are seen: those that bump torch's version counter — indexing assignment
+        (``ei[0, 3] = 5``), ``copy_``, ``add_`` and every other in-place torch op — and any new
+        tensor. Writes that bypass the counter are not seen, as torch documents for ``.data``:
+        through ``ei.data``, through a numpy view (``ei.numpy()[...] = ...``) or other shared
+        memory (DLPack, ``from_numpy`` of a written array). After such a write, call
+        ``torch.autograd.graph.increment_version(ei)`` (or pass a new tensor); the values are
+        then computed again. Compiled modules and sentence layers follow the same rule.
         """
         fp = self.fingerprint() if fingerprint is None else fingerprint
         if self._remembers(name, fp):

@@ -124,6 +124,21 @@ def _exact(v: Fraction) -> int | Fraction:
     return int(v) if v.denominator == 1 else v
 
 
+def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``Σ values[offsets[k] : offsets[k + 1]]`` for every segment ``k``, each segment summed
+    alone (``np.add.reduceat`` on the non-empty ones; 0 for an empty one), so a segment's sum is
+    the sum it has as the only segment: exact for integers and Fractions, and for floats the
+    same rounding whatever the other segments hold."""
+    out = np.zeros(max(offsets.size - 1, 0), dtype=values.dtype)
+    starts, ends = offsets[:-1], offsets[1:]
+    full = ends > starts
+    if full.any():
+        # reduceat sums from each start to the next start given: with the empty segments left
+        # out, that is the segment's own end (the last one ends at offsets[-1])
+        out[full] = np.add.reduceat(values[: int(offsets[-1])], starts[full])
+    return out
+
+
 # --------------------------------------------------------------------------- masks
 
 
@@ -269,8 +284,7 @@ class Mask:
         gb = _gb()
         r = result.T.new() if self.transposed else result
         if r.nvals == self.nnz:  # every entry present: the values in row-major order
-            info = r.ss.export("csr", sort=True)
-            return np.ascontiguousarray(info["values"], dtype=dtype)
+            return self._entry_values(r.ss.export("csr", sort=True), dtype)
         out = np.zeros(self.nnz, dtype=dtype)
         if r.nvals == 0:
             return out
@@ -281,8 +295,20 @@ class Mask:
             return out
         z = self._import(np.zeros((), dtype=dtype))  # a fresh one: it is written to
         z(gb.binary.plus) << r
-        info = z.ss.export("csr", sort=True)
-        return np.ascontiguousarray(info["values"], dtype=dtype)
+        return self._entry_values(z.ss.export("csr", sort=True), dtype)
+
+    def _entry_values(self, info: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+        """One value per entry of this mask from an exported matrix with every entry: an iso
+        matrix exports one value for all of them (a lookup of ``A`` or ``𝟏𝟏ᵀ`` on a flipped
+        mask), which is spread over the entries, never read as the first of ``nnz`` values."""
+        values = info["values"]
+        if info.get("is_iso", False):
+            return np.full(self.nnz, values[0] if values.size else 0, dtype=dtype)
+        if values.size != self.nnz:  # pragma: no cover - a GraphBLAS export we do not know
+            raise EvaluationError(
+                f"internal: {values.size} values exported for a mask of {self.nnz} entries"
+            )
+        return np.ascontiguousarray(values, dtype=dtype)
 
     def is_symmetric(self, values: np.ndarray) -> bool:
         """Whether ``values`` (aligned with the stored structure, not an iso value) on this
@@ -464,10 +490,8 @@ class Kernels:
             bound = maxabs(values) * max(s.max_row, 1)
             if _integral(values) and not self.fits(bound, "a row sum"):
                 values = values.astype(np.float64)
-            # exact for integers: a running sum read at the row ends (wrap-around cancels)
-            total = np.zeros(s.nnz + 1, dtype=values.dtype)
-            np.cumsum(values, out=total[1:])
-            return total[s.indptr[1:]] - total[s.indptr[:-1]]
+            # each row summed alone: a row's value never depends on the rows before it
+            return segment_sum(values, s.indptr)
         gb = _gb()
         m = s.matrix(values)
         t = m.dtype
@@ -483,17 +507,14 @@ class Kernels:
         """``𝟏ᵀ v`` per graph."""
         if is_iso(v):
             return np.diff(self.ptr) * v
-        if v.dtype == object:
-            return np.array(
-                [sum(v[a:b], 0) for a, b in zip(self.ptr[:-1], self.ptr[1:])], dtype=object
-            )
         if _integral(v):
             sizes = np.diff(self.ptr)
             if not self.fits(maxabs(v) * (int(sizes.max()) if sizes.size else 1), "a readout"):
                 v = v.astype(np.float64)
-        total = np.zeros(v.size + 1, dtype=v.dtype)
-        np.cumsum(v, out=total[1:])
-        return total[self.ptr[1:]] - total[self.ptr[:-1]]
+        # each graph summed alone (a segment sum), so its value never depends on the graphs
+        # before it: a running sum read as differences at the boundaries loses every digit of a
+        # small float value after a large one
+        return segment_sum(v, self.ptr)
 
     # pointwise ------------------------------------------------------------------------
     def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -521,4 +542,4 @@ class Kernels:
         return out
 
 
-__all__ = ["Kernels", "Mask", "SAFE", "is_iso", "maxabs", "set_threads"]
+__all__ = ["Kernels", "Mask", "SAFE", "is_iso", "maxabs", "segment_sum", "set_threads"]

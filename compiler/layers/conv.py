@@ -16,6 +16,7 @@ from matlang.compiler.layers.stage import (
     stage,
     stage_key,
 )
+from matlang.runtime.inputs import layer_inputs
 from torch import Tensor, nn
 
 from matlang import ast
@@ -184,9 +185,11 @@ class SentenceConv(nn.Module):
         self, x: Any, edge_index: Tensor | None = None, batch: Tensor | None = None
     ) -> Tensor:
         dtype = next(self.parameters()).dtype  # every layer has a weight per kind it uses
-        x, edge_index, batch = unpack(x, edge_index, batch, dtype)
+        x, edge_index, batch = unpack(*layer_inputs(x, edge_index, batch), dtype)
         x = x.to(dtype)
         n = x.shape[0]
+        if x.shape[1] != self.in_channels:
+            raise MatlangError(f"x has {x.shape[1]} channels, the layer expects {self.in_channels}")
         out = x.new_zeros(n, self.out_channels)
         if self.weight is not None:
             # x W_s for every s at once: (N, S, out), then Σ_s C_s (x W_s) in one pass

@@ -9,10 +9,11 @@ import torch
 from matlang.compiler.layers.inputs import unpack
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import apply_channels, graph_values, stage_key
+from matlang.runtime.inputs import layer_inputs
 from torch import Tensor, nn
 
 from matlang import ast
-from matlang.errors import MatlangError
+from matlang.errors import GraphError, MatlangError
 
 
 class SentenceReadout(nn.Module):
@@ -78,15 +79,28 @@ class SentenceReadout(nn.Module):
         num_graphs: int | None = None,
     ) -> Tensor:
         """``num_graphs`` (a data object's own, when given one) is the number of rows; without
-        it, the rows are counted from the batch vector, a graph break under ``torch.compile``."""
+        it, the rows are counted from the batch vector, a graph break under ``torch.compile``.
+        Graphs after the batch vector's last one (graphs without nodes, which the vector cannot
+        show) get rows only when ``num_graphs`` says they are there: the sentences' values on a
+        graph without nodes (in eager mode; under ``torch.compile`` they are refused)."""
+        x, edge_index, batch = layer_inputs(x, edge_index, batch)
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)
         x, edge_index, batch = unpack(x, edge_index, batch, torch.get_default_dtype())
         if batch is None and num_graphs is None:
             num_graphs = 1
-        g = -1 if num_graphs is None else num_graphs
+        if num_graphs is not None:
+            num_graphs = int(num_graphs)
+            if num_graphs < 0:
+                raise GraphError(f"num_graphs must be at least 0, got {num_graphs}", "batch")
+        # graphs after the batch vector's last one have no nodes: the vector cannot show them
+        # (PyG's pooling has the same rule), so they are counted only when num_graphs is given;
+        # their rows are the sentences' values on a graph without nodes
+        trailing = self._trailing(batch, num_graphs)
+        seen = None if num_graphs is None else num_graphs - trailing
         parts = []
         if self.constant_sentences:
+            g = -1 if seen is None else seen
             parts.append(
                 graph_values(edge_index, batch, x.shape[0], self._constant_key, g).to(x.dtype)
             )
@@ -95,8 +109,34 @@ class SentenceReadout(nn.Module):
                 raise MatlangError(
                     f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
                 )
-            parts.append(apply_channels(x, edge_index, batch, self._channel_key, num_graphs))
-        return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+            parts.append(apply_channels(x, edge_index, batch, self._channel_key, seen))
+        out = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        if trailing:
+            out = torch.cat([out, self._empty_rows(x, trailing)], 0)
+        return out
+
+    @staticmethod
+    def _trailing(batch: Tensor | None, num_graphs: int | None) -> int:
+        """How many of ``num_graphs`` come after the last graph of the batch vector."""
+        if num_graphs is None or batch is None or torch.compiler.is_compiling():
+            return 0  # under torch.compile the stage checks the rows (no data-dependent branch)
+        held = int(batch.max()) + 1 if batch.numel() else 0
+        if held > num_graphs:
+            raise GraphError(
+                f"batch vector names graph {held - 1} but num_graphs is {num_graphs}", "batch"
+            )
+        return num_graphs - held
+
+    def _empty_rows(self, x: Tensor, count: int) -> Tensor:
+        """``count`` rows of the sentences' values on a graph without nodes."""
+        none = torch.zeros(2, 0, dtype=torch.int64, device=x.device)
+        parts = []
+        if self.constant_sentences:
+            parts.append(graph_values(none, None, 0, self._constant_key, 1).to(x.dtype))
+        if self.channel_sentences:
+            parts.append(apply_channels(x[:0], none, None, self._channel_key, 1))
+        row = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        return row.expand(count, row.shape[1])
 
     def extra_repr(self) -> str:
         head = f"in_channels={self.in_channels}, out_channels={self.out_channels}"

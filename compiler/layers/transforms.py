@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,12 +14,14 @@ import torch
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import make_batch
 from matlang.runtime.batch import Batch
+from matlang.runtime.inputs import as_index_tensor, check_ptr
 from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 from torch import Tensor
 
 from matlang import ast
 from matlang.errors import GraphError, MatlangError
-from matlang.graphs import Graph
+from matlang.graphs import Graph, _attr
+from matlang.inputs import check_edge_index, check_num_nodes, check_x
 
 #: The transform's name in cache keys.
 TRANSFORM = "SentenceFeatures"
@@ -88,9 +91,7 @@ class SentenceFeatures:
 
         if texts not in self._modules:
             # values are cached per graph here: the module keeps no constants of its own
-            self._modules[texts] = compile_sentences(
-                list(texts), dtype=torch.float64, cache=False
-            )
+            self._modules[texts] = compile_sentences(list(texts), dtype=torch.float64, cache=False)
         return self._modules[texts]
 
     def _compute(self, graph: LocalGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -143,7 +144,9 @@ class SentenceFeatures:
     def _append(self, x: Tensor | None, cols: np.ndarray, n: int) -> Tensor:
         if x is None:
             return torch.as_tensor(cols, dtype=self.dtype)
-        x2 = x.reshape(n, -1)
+        check_x(x, n)
+        # one row per node, further axes flattened (reshape(n, -1) is ambiguous for n = 0)
+        x2 = x.unsqueeze(-1) if x.dim() == 1 else x.reshape(n, math.prod(x.shape[1:]))
         dtype = x2.dtype if x2.is_floating_point() else self.dtype
         new = torch.as_tensor(cols, dtype=dtype, device=x2.device)
         return torch.cat([x2.to(dtype), new], 1)
@@ -154,16 +157,42 @@ class SentenceFeatures:
                 "SentenceFeatures transforms one graph at a time (a dataset's transform): "
                 "apply it before batching"
             )
-        ei = torch.as_tensor(data.edge_index)
-        n = int(data.num_nodes)
-        ew = getattr(data, "edge_weight", None)
+        # the checks of every entry point (matlang.inputs): integer (2, E) ids in range, a
+        # node count that is a count, x with one row per node
+        ei = as_index_tensor(data.edge_index, "edge_index")
+        x, n_given = _attr(data, "x"), _attr(data, "num_nodes")
+        if x is not None:
+            x = torch.as_tensor(x)
+        n = None if n_given is None else check_num_nodes(n_given)
+        if n is None and x is not None:
+            n = int(x.shape[0]) if x.dim() else 0
+        n = check_edge_index(ei, n)
+        ptr = _attr(data, "ptr")
+        if ptr is not None:  # the batch rule of every entry point (matlang.graphs.pyg_layout)
+            vec = _attr(data, "batch")
+            ptr = as_index_tensor(ptr, "ptr")
+            ng = _attr(data, "num_graphs")
+            check_ptr(
+                ptr,
+                None if vec is None else as_index_tensor(vec, "batch"),
+                n,
+                None if ng is None else int(ng),
+            )
+            if ptr.numel() != 2:
+                raise GraphError(
+                    "SentenceFeatures transforms one graph at a time (a dataset's transform): "
+                    "apply it before batching"
+                )
+        ew = _attr(data, "edge_weight")
         node, glob = self.features(LocalGraph(ei.to(torch.int64), n, ew))
         out = copy.copy(data)
+        # attributes are set as attributes: a PyG Data and a duck-typed object alike
         if self.node_sentences:
-            current = getattr(data, self.node_attr, None) if self.node_attr == "x" else None
-            out[self.node_attr] = self._append(current, node, n)
+            current = x if self.node_attr == "x" else None
+            setattr(out, self.node_attr, self._append(current, node, n))
         if self.graph_sentences:
-            out[self.graph_attr] = torch.as_tensor(glob, dtype=self.dtype).reshape(1, -1)
+            glob_row = torch.as_tensor(glob, dtype=self.dtype).reshape(1, -1)
+            setattr(out, self.graph_attr, glob_row)
         return out
 
     def _graph(self, g: Graph) -> Graph:

@@ -113,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
             raise MatlangError(f"--rounds must be at least 0, got {args.rounds}")
     elif args.max_size < 1:
         raise MatlangError(f"--max-size must be at least 1, got {args.max_size}")
+    if args.limit is not None and args.limit < 0:
+        # pairs[:-1] would silently drop the last pair instead of keeping the first N
+        raise MatlangError(f"--limit must be at least 0, got {args.limit}")
     start = time.perf_counter()
     if args.rounds is not None:
         out = _refinement(args)

@@ -58,9 +58,13 @@ class _EdgeList:
             ei = ei.reshape(2, 0)
         if ei.ndim != 2 or ei.shape[0] != 2:
             raise GraphError(f"an edge list must hold (u, v) pairs, got shape {raw.shape}", path)
+        from matlang.inputs import check_edge_index
+
+        # ids past MAX_NODES are refused before any node array is allocated
+        num_nodes = check_edge_index(ei, None, path)
         order = np.lexsort((ei[1], ei[0]))
         self.edge_index = torch.from_numpy(np.ascontiguousarray(ei[:, order]))
-        self.num_nodes = int(ei.max()) + 1 if ei.size else 0
+        self.num_nodes = num_nodes
         self.name = path
 
 

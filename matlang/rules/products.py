@@ -219,7 +219,10 @@ def _product_canonical(e: Expr, ctx: RewriteContext) -> Expr | None:
         coef = chain.scalars[0]
         for s in chain.scalars[1:]:
             coef = Mul(coef, s)
-        return build_chain((coef,), list(chain.factors))
+        # the coefficient in its own normal form: the scalar rules may group it otherwise
+        # (2 (exp(1) exp(2)), not (2 exp(1)) exp(2)), and a left-associated fold they undo
+        # again would make the two tables cycle
+        return build_chain((ctx.norm(coef),), list(chain.factors))
     return build_chain(chain.scalars, list(chain.factors))
 
 

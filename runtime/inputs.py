@@ -1,0 +1,123 @@
+"""The input checks of sentence layers and transforms (``SentenceConv``, ``SentenceReadout``,
+``SentenceFeatures``), on torch tensors where the batch lives: the checks of
+:mod:`matlang.inputs` (node counts, ``edge_index``, ``x``) and the batch rule of
+:func:`matlang.graphs.pyg_layout` (``ptr`` against the batch vector and ``num_graphs``), with the
+same messages, without copying a batch to the host.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import torch
+from matlang.runtime.batch import Batch
+from torch import Tensor
+
+from matlang.errors import GraphError
+from matlang.graphs import _attr
+from matlang.inputs import check_edge_index, check_num_nodes, check_x, is_integer_array
+
+
+def as_index_tensor(v: Any, name: str, device: torch.device | None = None) -> Tensor:
+    """An index array (``edge_index``, ``batch``, ``ptr``) as a tensor: numpy arrays and lists
+    are taken as they are (a tensor is returned unchanged); floats are refused, not cast."""
+    if isinstance(v, Tensor):
+        return v
+    arr = np.asarray(v)
+    if arr.size and not is_integer_array(arr):
+        raise GraphError(f"{name} must hold integers, got dtype {arr.dtype}", "batch")
+    return torch.as_tensor(arr.astype(np.int64, copy=False), device=device)
+
+
+def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | None, Any]:
+    """What a layer's ``forward`` was given, checked, in the form ``unpack`` reads: a data
+    object is replaced by a plain view of its checked fields (the caller's object is never
+    changed); ``(x, edge_index, batch)`` come back as tensors."""
+    if isinstance(x, Tensor):
+        if edge_index is not None and not isinstance(edge_index, Tensor):
+            # tensors are checked by the stage, once per batch (and traced without a break
+            # under torch.compile); a numpy array is checked here, as it becomes one
+            edge_index = as_index_tensor(edge_index, "edge_index", x.device)
+            check_edge_index(edge_index, x.shape[0] if x.dim() else None)
+        if batch is not None:
+            batch = as_index_tensor(batch, "batch", x.device)
+        return x, edge_index, batch
+    data = x
+    if (
+        isinstance(data, Batch)
+        or edge_index is not None
+        or _attr(data, "edge_index") is None
+        or torch.compiler.is_compiling()  # checked in eager mode; no data-dependent branch here
+    ):
+        return data, edge_index, batch  # a project Batch is built checked; unpack refuses the rest
+    ei = as_index_tensor(data.edge_index, "edge_index")
+    feats, n_given = _attr(data, "x"), _attr(data, "num_nodes")
+    n = None if n_given is None else check_num_nodes(n_given)
+    if feats is not None:
+        feats = torch.as_tensor(feats)
+        if n is None:
+            n = int(feats.shape[0]) if feats.dim() else 0
+        check_x(feats, n)
+    n = check_edge_index(ei, n)
+    vec = batch if batch is not None else _attr(data, "batch")
+    vec = None if vec is None else as_index_tensor(vec, "batch", ei.device)
+    ptr, ng = _attr(data, "ptr"), _attr(data, "num_graphs")
+    if ptr is not None:
+        ptr = as_index_tensor(ptr, "ptr", ei.device)
+        check_ptr(ptr, vec, n, None if ng is None else int(ng))
+    view = SimpleNamespace(
+        edge_index=ei,
+        batch=vec,
+        x=feats,
+        num_nodes=n,
+        edge_weight=_attr(data, "edge_weight"),
+        ptr=ptr,
+        num_graphs=ng,
+    )
+    return view, None, None
+
+
+def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None) -> None:
+    """``ptr`` as :func:`matlang.graphs.pyg_layout` reads it: node offsets from 0 to ``n``,
+    ``num_graphs + 1`` of them, agreeing with the batch vector (on the batch's device)."""
+    if ptr.dim() != 1 or ptr.numel() < 1:
+        raise GraphError(
+            f"ptr must be a 1-D integer vector, got {ptr.dtype} {tuple(ptr.shape)}", "batch"
+        )
+    ptr = ptr.to(torch.int64)
+    sizes = ptr[1:] - ptr[:-1]
+    if int(ptr[0]) != 0 or int(ptr[-1]) != n or bool((sizes < 0).any()):
+        raise GraphError(
+            f"ptr {_short(ptr)} is not a list of node offsets from 0 to the {n} nodes", "batch"
+        )
+    if num_graphs is not None and num_graphs != ptr.numel() - 1:
+        raise GraphError(
+            f"ptr has {ptr.numel() - 1} graphs but num_graphs is {num_graphs}", "batch"
+        )
+    if batch is None:
+        return
+    if batch.dim() != 1 or batch.numel() != n:
+        raise GraphError(
+            f"batch vector has {batch.numel()} entries but there are {n} nodes", "batch"
+        )
+    want = torch.repeat_interleave(
+        torch.arange(ptr.numel() - 1, device=ptr.device), sizes, output_size=n
+    )
+    wrong = want != batch.to(torch.int64)
+    if bool(wrong.any()):
+        i = int(torch.nonzero(wrong)[0])
+        raise GraphError(
+            f"ptr {_short(ptr)} contradicts the batch vector: node {i} is in graph "
+            f"{int(batch[i])} by the batch vector but in graph {int(want[i])} by ptr",
+            "batch",
+        )
+
+
+def _short(v: Tensor) -> str:
+    items = v.tolist()
+    return str(items) if len(items) <= 8 else f"[{', '.join(map(str, items[:6]))}, ...]"
+
+
+__all__ = ["as_index_tensor", "check_ptr", "layer_inputs"]

@@ -1,0 +1,60 @@
+"""Issue 32, items 6, 7 and 9: inputs that gave a foreign traceback now give the right answer
+or a project error (exit 1, one message)."""
+
+from __future__ import annotations
+
+import pytest
+
+import matlang
+from matlang.cli import main
+from matlang.rewrite import normalize
+from matlang.rules import RULES
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2 exp(1) exp(2) (onesᵀ A ones onesᵀ) ones",
+        "3 exp(1) exp(2) (onesᵀ A ones onesᵀ) A ones",
+        "(2 exp(1)) exp(2) onesᵀ A ones",
+        "2 (exp(1) exp(2)) (onesᵀ A² ones onesᵀ) ones",
+    ],
+)
+def test_scalar_coefficients_do_not_cycle(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "classify", "--no-witness", text)
+    assert code == 0, err
+    e = matlang.parse(text)
+    normal = normalize(e, RULES).expr
+    for g in ("petersen", "K4", "path5"):
+        want = matlang.evaluate(e, g, exact=False)
+        assert matlang.evaluate(normal, g, exact=False) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("compile", "exp(1e30)", "--graph", "K4"),
+        ("eval", "exp(1e30)", "--graph", "K4", "--sparse"),
+    ],
+)
+def test_huge_constant_is_a_project_error(
+    argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert "Traceback" not in err
+    assert "exp(1000000000000000000000000000000) = 4.02793e+434294481903" in err
+    assert "does not fit in float64" in err
+
+
+def test_bank_limit_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, "bank", "--fragment", "L1", "--max-size", "3", "--pairs", "exp", "--limit", "-1"
+    )
+    assert code == 1 and "--limit must be at least 0, got -1" in err

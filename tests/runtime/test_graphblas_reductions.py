@@ -1,0 +1,95 @@
+"""Issue 32, items 1-2: per-graph reductions are segment sums (a graph's value never depends on
+the graphs before it) and iso values read on a flipped mask are spread over its entries."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from matlang.runtime.graphblas import segment_sum
+
+import matlang
+
+
+@pytest.mark.parametrize(
+    "offsets",
+    [[0, 0], [0, 3], [0, 0, 2, 2, 5], [0, 2, 2, 2], [0, 0, 0], [0, 1, 2, 3]],
+)
+def test_segment_sum_matches_each_segment_alone(offsets: list[int]) -> None:
+    rng = np.random.default_rng(len(offsets))
+    ptr = np.array(offsets, dtype=np.int64)
+    for values in (
+        rng.integers(-5, 5, ptr[-1]).astype(np.int64),
+        rng.normal(size=ptr[-1]) * 10.0 ** rng.integers(-3, 18, ptr[-1]),
+        np.array([Fraction(int(k), 3) for k in rng.integers(-5, 5, ptr[-1])], dtype=object),
+    ):
+        got = segment_sum(values, ptr)
+        assert got.dtype == values.dtype and got.shape == (ptr.size - 1,)
+        for k in range(ptr.size - 1):
+            alone = values[ptr[k] : ptr[k + 1]]
+            want = np.add.reduce(alone) if alone.size else 0
+            assert got[k] == want  # the same rounding as the segment alone, bit for bit
+
+
+def test_small_float_after_a_huge_one_keeps_its_digits() -> None:
+    ptr = np.array([0, 40, 43], dtype=np.int64)
+    v = np.concatenate([np.full(40, np.exp(39.0)), np.exp([1.0, 2.0, 1.0])])
+    assert segment_sum(v, ptr)[1] == np.add.reduce(np.exp([1.0, 2.0, 1.0]))
+
+
+# --------------------------------------------------------------------------- the reproducers
+
+
+def test_exp_readout_after_k40() -> None:
+    alone = float(matlang.evaluate("onesᵀ exp(A ones)", "path3", exact=False))
+    assert alone == pytest.approx(2 * np.e + np.e**2, rel=1e-15)
+    m = matlang.compile("onesᵀ exp(A ones)", dtype=torch.float64)
+    got = m(["K40", "path3"])
+    assert got[1].item() == pytest.approx(alone, rel=1e-14)
+    # the per-graph cache holds the right value
+    assert m(["path3"]).item() == pytest.approx(alone, rel=1e-14)
+    sparse = matlang.evaluate("onesᵀ exp(A ones)", ["K40", "path3"], sparse=True)
+    assert sparse[1] == pytest.approx(alone, rel=1e-14)
+
+
+def test_float64_walk_counts_after_k60() -> None:
+    m = matlang.compile("tr(A^12)", dtype=torch.float64)
+    got = m(["K60", "path3", "cycle4"]).tolist()
+    want = [matlang.evaluate("tr(A^12)", g) for g in ("K60", "path3", "cycle4")]
+    assert got[1:] == [128.0, 8192.0] == [float(w) for w in want[1:]]
+    assert got[0] == pytest.approx(float(want[0]), rel=1e-12)
+
+
+def test_row_sums_after_a_huge_row() -> None:
+    # (exp(A) ⊙ A) 𝟏 sums each row on the edges: K40's rows are e·39, path3's e, 2e, e
+    got = matlang.evaluate("(exp(39 A) ⊙ A) ones", ["K40", "path3"], sparse=True)
+    assert got[1].tolist() == pytest.approx([np.exp(39.0), 2 * np.exp(39.0), np.exp(39.0)])
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "(A ⊙ (I A)ᵀ) ones",
+        "(A ⊙ (A I)ᵀ) ones",
+        "(A ⊙ (diag(ones) A)ᵀ) ones",
+        "(A ⊙ (I A + A)ᵀ) ones",
+        "onesᵀ (A ⊙ (I A)ᵀ) ones",
+        "tr((A + I A)^3)",
+        "tr(A (A + I A))",
+        "tr((I A)ᵀ A)",
+        "onesᵀ ((I A)ᵀ ⊙ (A I)ᵀ) ones",
+        "(A² ⊙ (I A)ᵀ) ones",
+    ],
+)
+@pytest.mark.parametrize("graph", ["cycle4", "K5", "petersen"])
+def test_identity_factor_under_transpose(sentence: str, graph: str) -> None:
+    want = matlang.evaluate(sentence, graph)
+    got = matlang.evaluate(sentence, graph, sparse=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    for dtype in (torch.float32, torch.float64):
+        m = matlang.compile(sentence, dtype=dtype, cache=False)
+        np.testing.assert_array_equal(
+            m([graph]).detach().numpy().reshape(-1), np.asarray(want, dtype=np.float64).reshape(-1)
+        )
