@@ -4,11 +4,12 @@
 >>> conv = SentenceConv(7, 32, ["A", "A ⊙ A²", "input h; relu(A h) ⊙ (A² h)"])
 >>> h = conv(x, edge_index, batch)        # (N, 32)
 
-The layers live in :mod:`matlang.compiler.layers` (this front door imports them, and torch, on first
-use): :class:`~matlang.compiler.layers.conv.SentenceConv` (operator sentences as supports ``Σ C_s X W_s``,
-node sentences per channel) and :class:`~matlang.compiler.layers.readout.SentenceReadout` (graph-level
-sentences as graph features) and :class:`~matlang.compiler.layers.model.SentenceGNN` (a whole
-model of sentence convolutions).
+The layers live in :mod:`matlang.compiler.layers` (this front door imports them, and torch, on
+first use): :class:`~matlang.compiler.layers.conv.SentenceConv` (operator sentences as supports
+``Σ C_s X W_s``, node sentences per channel),
+:class:`~matlang.compiler.layers.readout.SentenceReadout` (graph-level sentences as graph
+features) and :class:`~matlang.compiler.layers.model.SentenceGNN` (a whole model of sentence
+convolutions).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The data folder is ``$MATLANG_DATA`` when set, else the datasets that ship with matlang: the
 repository's ``data/`` folder (a source checkout or an editable install), or the copy inside an
-installed wheel (``matlang._data``). ``matlang data path`` prints the folder in use. Every loader validates what it reads and raises
-:class:`~matlang.errors.DataError` naming the file (and graph) when something is malformed.
+installed wheel (``matlang._data``). ``matlang data path`` prints the folder in use. Every
+loader validates what it reads and raises :class:`~matlang.errors.DataError` naming the file
+(and graph) when something is malformed.
 Graphs come back as :class:`~matlang.graphs.Graph`; datasets with labels or splits come back as
 small frozen dataclasses holding the graphs and numpy arrays.
 """

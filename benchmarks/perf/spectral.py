@@ -16,8 +16,8 @@ import json
 import math
 import os
 import time
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
