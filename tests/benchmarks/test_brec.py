@@ -351,21 +351,19 @@ def test_bench_brec_saves_each_pair_and_resumes(
     assert resumed["counts"] == one["counts"] and resumed["pairs"] == 3
 
 
-@needs_brec
-def test_bench_brec_ppgn_in_brecs_configuration(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _brec_ppgn_row(tmp_path: Path, capsys: pytest.CaptureFixture[str], pairs: str,
+                   wide_pair: str) -> None:
     """``--config brec --batch-size 32``: BREC's own PPGN is a row of its own (``ppgn.brec``)
-    with its settings. It separates Basic pair 0 and CFI pair 265, both 3-WL-separable, with
-    T² far above the threshold and reliability T² below it; another batch size cannot be
-    appended to the row, and a bad configuration or an odd batch size is refused up front.
-    ``--dtype float64`` is a row of its own (``ppgn.brec.float64``)."""
+    with its settings. It separates the 3-WL-separable ``pairs`` with T² far above the
+    threshold and reliability T² below it; another batch size cannot be appended to the row,
+    and a bad configuration or an odd batch size is refused up front. ``--dtype float64`` is a
+    row of its own (``ppgn.brec.float64``), here on ``wide_pair``."""
     base = ["bench", "brec", "--model", "ppgn", "--json", "--no-progress", "--out", str(tmp_path)]
     brec_cfg = [*base, "--config", "brec", "--batch-size", "32"]
-    assert main([*brec_cfg, "--pairs", "0,265"]) == 0
+    assert main([*brec_cfg, "--pairs", pairs]) == 0
     capsys.readouterr()
     rec = json.loads((tmp_path / "brec-ppgn.brec.json").read_text())
-    assert rec["model"] == "ppgn.brec" and rec["counts"]["Total"] == 2
+    assert rec["model"] == "ppgn.brec" and rec["counts"]["Total"] == len(pairs.split(","))
     assert rec["settings"]["config"] == "brec" and rec["settings"]["batch_size"] == 32
     for row in rec["per_pair"]:
         assert row["t2"] > 1000 * 72.34 and row["t2_reliability"] < 72.34, row
@@ -379,9 +377,7 @@ def test_bench_brec_ppgn_in_brecs_configuration(
     assert main([*base, "--batch-size", "15", "--pairs", "1"]) == 1
     assert "--batch-size holds whole pairs" in capsys.readouterr().err
     assert "dtype" not in rec["settings"]  # float32, as in every file written before --dtype
-    # CFI pair 317 (3-WL-separable): in float64 BREC's PPGN separates it by a wide margin
-    # (in float32 the difference drowns in rounding: T² ≈ 1 in our run of the whole row)
-    assert main([*brec_cfg, "--dtype", "float64", "--pairs", "317"]) == 0
+    assert main([*brec_cfg, "--dtype", "float64", "--pairs", wide_pair]) == 0
     capsys.readouterr()
     wide = json.loads((tmp_path / "brec-ppgn.brec.float64.json").read_text())
     assert wide["model"] == "ppgn.brec.float64" and wide["settings"]["dtype"] == "float64"
@@ -391,6 +387,25 @@ def test_bench_brec_ppgn_in_brecs_configuration(
         "brec-ppgn.brec.float64.json",
         "brec-ppgn.brec.json",
     ]
+
+
+@needs_brec
+def test_bench_brec_ppgn_in_brecs_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The row's machinery on Basic pairs (small graphs: seconds, in the default run)."""
+    _brec_ppgn_row(tmp_path, capsys, pairs="0", wide_pair="0")
+
+
+@pytest.mark.slow
+@needs_brec
+def test_bench_brec_ppgn_separates_cfi_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same on CFI pairs (the default run's slowest test, so in the slow tier): CFI pair
+    265 in float32 and pair 317 in float64, where float32's difference drowns in rounding
+    (T² ≈ 1 in our run of the whole row)."""
+    _brec_ppgn_row(tmp_path, capsys, pairs="0,265", wide_pair="317")
 
 
 @needs_brec
