@@ -45,6 +45,9 @@ def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | Non
             batch = as_index_tensor(batch, "batch", x.device)
         return x, edge_index, batch
     data = x
+    no_edges = edge_index is None and _attr(data, "edge_index") is None
+    if no_edges and _attr(data, "adj_t") is not None:
+        data = _adj_t_view(data)  # after PyG's ToSparseTensor
     if (
         isinstance(data, Batch)
         or edge_index is not None
@@ -149,6 +152,18 @@ def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> Simple
         num_nodes=n,
         edge_weight=weight if edge_weight is None else edge_weight,
     )
+
+
+def _adj_t_view(data: Any) -> SimpleNamespace:
+    """A data object holding ``adj_t`` (PyG's ``ToSparseTensor``) as one with ``edge_index``
+    and ``edge_weight`` (:func:`adjacency_edges`)."""
+    x, n = _attr(data, "x"), _attr(data, "num_nodes")
+    n = int(n) if n is not None else (None if x is None else int(x.shape[0]))
+    ei, w = adjacency_edges(_attr(data, "adj_t"), n, "adj_t")
+    fields = ("x", "batch", "ptr", "num_graphs", "num_nodes")
+    view = SimpleNamespace(**{f: _attr(data, f) for f in fields})
+    view.edge_index, view.edge_weight = ei, w
+    return view
 
 
 def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None) -> None:
