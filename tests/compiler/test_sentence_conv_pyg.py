@@ -209,7 +209,38 @@ def test_normalize_max_row_sum_per_graph_batch_independent():
     )
     w = _weights(pb.edge_index)
     weighted = conv(pb.x, pb.edge_index, pb.batch, edge_weight=w).detach().numpy()
-    raw = SentenceConv(2, 2, "A ⊙ A²", init="identity").double()(
-        pb.x, pb.edge_index, pb.batch, edge_weight=w
-    ).detach().numpy()
+    raw = (
+        SentenceConv(2, 2, "A ⊙ A²", init="identity")
+        .double()(pb.x, pb.edge_index, pb.batch, edge_weight=w)
+        .detach()
+        .numpy()
+    )
     assert np.all(np.abs(weighted) <= np.abs(raw) + 1e-12) and not np.allclose(weighted, raw)
+
+
+def test_sentence_gnn_passes_weights_and_normalize_to_its_layers():
+    from matlang.nn import SentenceGNN
+
+    pb = _batch()
+    w = _weights(pb.edge_index)
+    torch.manual_seed(0)
+    model = SentenceGNN(2, 3, ["A", "A ⊙ A²"], hidden=4, layers=2, normalize="max_row_sum")
+    model = model.double()
+    assert all(c.normalize == "max_row_sum" for c in model.convs)
+    pb.edge_weight = w
+    got = model(pb)
+    # by hand: the layers on the weighted graph, the sum readout, the head
+    h, pooled = pb.x, []
+    for conv in model.convs:
+        h = conv(h, pb.edge_index, pb.batch, edge_weight=w)
+        pooled.append(
+            torch.zeros(pb.num_graphs, h.shape[1], dtype=h.dtype).index_add_(0, pb.batch, h)
+        )
+    torch.testing.assert_close(got, model.head(torch.cat(pooled, 1)))
+    first = model.convs[0]
+    assert not torch.allclose(
+        first(pb.x, pb.edge_index, pb.batch, edge_weight=w), first(pb.x, pb.edge_index, pb.batch)
+    )
+    with_readout = SentenceGNN(2, 3, ["A"], hidden=4, layers=1, graph_sentences=["tr(A³)"])
+    with pytest.raises(GraphError, match="edge_weight"):
+        with_readout.double()(pb)
