@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
@@ -272,7 +272,7 @@ class SentenceConv(nn.Module):
         if not isinstance(x, Tensor) and edge_weight is None:
             edge_weight = getattr(x, "edge_weight", None)
             if edge_weight is not None:
-                x = _without_weight(x)
+                x = without_weight(x)
         dtype = self._param_dtype()
         x, edge_index, batch = unpack(x, edge_index, batch, dtype)
         if self.in_channels < 0:
@@ -461,14 +461,6 @@ def _drop_loops(edge_index: Tensor, edge_weight: Tensor | None) -> tuple[Tensor,
             pass
         return ei, None
     return ei, edge_weight[keep]
-
-
-def _without_weight(data: Any) -> Any:
-    """A data object's view without its ``edge_weight`` (the layer reads it separately)."""
-    from types import SimpleNamespace
-
-    fields = ("x", "edge_index", "batch", "num_nodes", "ptr", "num_graphs")
-    return SimpleNamespace(**{f: getattr(data, f, None) for f in fields})
 
 
 __all__ = ["ACTIVATIONS", "HALF_DTYPES", "SentenceConv"]

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from matlang.compiler.layers.conv import SentenceConv, _without_weight
-from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.conv import SentenceConv
+from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.readout import SentenceReadout
 from torch import Tensor, nn
 
-from matlang.errors import GraphError, MatlangError
+from matlang.errors import MatlangError
 
 #: Default supports: the node itself, its neighbours, and two L3 operators on the edges —
 #: common neighbours (``A ⊙ A²``, triangles through an edge) and 3-walks between the ends of an
@@ -51,8 +51,8 @@ class SentenceGNN(nn.Module):
             same width (236 → 10), while ``norm="batch"`` matches GIN (276 → 6.8) and no
             normalisation diverges (MSE ~1e9); for counts from scratch, use ``norm="batch"``.
 
-    A weighted graph (``edge_weight``, or a data object's) reaches every layer: ``A`` holds
-    the weights; ``graph_sentences`` refuse weights (the readout reads the 0/1 adjacency).
+    A weighted graph (``edge_weight``, or a data object's) reaches every layer and the
+    readout: ``A`` holds the weights.
 
     Shapes:
         - **input:** ``(x, edge_index, batch[, num_graphs])`` or one data object
@@ -126,13 +126,7 @@ class SentenceGNN(nn.Module):
         if not isinstance(x, Tensor) and getattr(x, "edge_weight", None) is not None:
             if edge_weight is None:
                 edge_weight = x.edge_weight
-            x = _without_weight(x)
-        if edge_weight is not None and self.readout is not None:
-            raise GraphError(
-                "edge_weight: SentenceGNN's graph_sentences read the 0/1 adjacency; drop the "
-                "weights or the graph sentences",
-                "batch",
-            )
+            x = without_weight(x)
         dtype = next(self.head.parameters()).dtype
         x, edge_index, batch = unpack(x, edge_index, batch, dtype)
         x = x.to(dtype)
@@ -149,7 +143,7 @@ class SentenceGNN(nn.Module):
                 h = torch.relu(self.norms[i](h))
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
-            r = self.readout(h, edge_index, batch, num_graphs)
+            r = self.readout(h, edge_index, batch, num_graphs, edge_weight=edge_weight)
             # counts grow with the graph: a log keeps them on the scale of the features
             pooled.append(torch.sign(r) * torch.log1p(r.abs()))
         return self.head(torch.cat(pooled, 1))

@@ -241,6 +241,30 @@ def test_sentence_gnn_passes_weights_and_normalize_to_its_layers():
     assert not torch.allclose(
         first(pb.x, pb.edge_index, pb.batch, edge_weight=w), first(pb.x, pb.edge_index, pb.batch)
     )
-    with_readout = SentenceGNN(2, 3, ["A"], hidden=4, layers=1, graph_sentences=["tr(A³)"])
-    with pytest.raises(GraphError, match="edge_weight"):
-        with_readout.double()(pb)
+
+
+def test_sentence_readout_reads_weights_as_evaluate_does():
+    from matlang.nn import SentenceReadout
+
+    pb = _batch()
+    w = _weights(pb.edge_index)
+    readout = SentenceReadout(["tr(A³)", "input h; 𝟏ᵀ (A ⊙ A²) h"], in_channels=2)
+    got = readout(pb.x, pb.edge_index, pb.batch, pb.num_graphs, edge_weight=w)
+    want = []
+    for k in range(pb.num_graphs):
+        lo, hi = int(pb.ptr[k]), int(pb.ptr[k + 1])
+        sel = (pb.edge_index[0] >= lo) & (pb.edge_index[0] < hi)
+        a = np.zeros((hi - lo, hi - lo))
+        ei = pb.edge_index[:, sel] - lo
+        a[ei[0].numpy(), ei[1].numpy()] = w[sel].numpy()
+        g = from_adjacency(a, allow_weights=True)
+        h = pb.x[lo:hi].numpy()
+        tr = float(matlang.evaluate("tr(A³)", g))
+        cols = [
+            float(matlang.evaluate("input h; 𝟏ᵀ (A ⊙ A²) h", g, inputs={"h": h[:, c]}))
+            for c in range(2)
+        ]
+        want.append([tr, *cols])
+    np.testing.assert_allclose(got.detach().numpy(), np.array(want), rtol=1e-10)
+    pb.edge_weight = w
+    torch.testing.assert_close(readout(pb), got)
