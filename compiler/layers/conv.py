@@ -200,6 +200,15 @@ class SentenceConv(nn.Module):
                 self.product_weight_b.materialize((d, out), **kw)
         self.reset_parameters()
 
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, *args: Any) -> None:
+        """A lazy layer (``in_channels=-1``) not yet called takes its width from the state."""
+        w = state_dict.get(prefix + "weight", state_dict.get(prefix + "channel_weight"))
+        if w is None:
+            w = state_dict.get(prefix + "product_weight_a")
+        if self.in_channels < 0 and w is not None:
+            self._materialise(int(w.shape[-2]), w)
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
     def __prepare_scriptable__(self) -> nn.Module:
         raise MatlangError(
             "SentenceConv cannot be scripted with torch.jit.script (its graph constants are "

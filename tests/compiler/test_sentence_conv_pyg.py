@@ -187,6 +187,9 @@ def test_lazy_in_channels():
     eager = SentenceConv(3, 6, SENTENCES, product=True).double()
     eager.load_state_dict(lazy.state_dict())
     torch.testing.assert_close(eager(pb.x, pb.edge_index, pb.batch), out)
+    fresh = SentenceConv(-1, 6, SENTENCES, product=True).double()
+    fresh.load_state_dict(lazy.state_dict())  # a lazy layer takes its width from the state
+    torch.testing.assert_close(fresh(pb.x, pb.edge_index, pb.batch), out)
     with pytest.raises(MatlangError, match="positive"):
         SentenceConv(-2, 6, "A")
 
