@@ -27,6 +27,7 @@ from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, re
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.inputs import pyg_call
 from matlang.runtime.masks import (
     compose_masks,
     full_mask,
@@ -353,7 +354,15 @@ class CompiledModule(nn.Module):
         notes = [f"\n{p.name} = {p.value}: {p.note}" for p in self.plan.params]
         return head + "".join(notes)
 
-    def forward(self, data: Any, inputs: Mapping[str, Any] | None = None) -> Tensor:
+    def forward(
+        self, data: Any, inputs: Any = None, batch: Any = None, edge_weight: Any = None
+    ) -> Tensor:
+        """``(data[, inputs])``, or PyG's ``(x, edge_index[, batch][, edge_weight])``: ``x``
+        feeds the inputs as a batch's ``x`` does (:func:`~runtime.inputs.pyg_call`)."""
+        if isinstance(data, Tensor) and inputs is not None and not isinstance(inputs, Mapping):
+            data, inputs = pyg_call(data, inputs, batch, edge_weight), None
+        elif batch is not None or edge_weight is not None:
+            raise GraphError("batch and edge_weight go with (x, edge_index, ...)", "batch")
         outs, ctx = self._run(data, inputs)
         if self.plan.level == "matrix":
             o = self.plan.outputs[0]

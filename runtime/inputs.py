@@ -45,6 +45,9 @@ def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | Non
             batch = as_index_tensor(batch, "batch", x.device)
         return x, edge_index, batch
     data = x
+    no_edges = edge_index is None and _attr(data, "edge_index") is None
+    if no_edges and _attr(data, "adj_t") is not None:
+        data = _adj_t_view(data)  # after PyG's ToSparseTensor
     if (
         isinstance(data, Batch)
         or edge_index is not None
@@ -77,6 +80,90 @@ def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | Non
         num_graphs=ng,
     )
     return view, None, None
+
+
+def adjacency_edges(
+    adj: Any, num_nodes: int | None, name: str = "edge_index"
+) -> tuple[Any, Tensor | None]:
+    """PyG's other ways to give the edges, as ``(edge_index, edge_weight)``: a torch sparse
+    adjacency (COO/CSR/CSC) or a ``torch_sparse.SparseTensor`` (duck-typed: ``coo()`` and
+    ``sparse_sizes()``), read as PyG's convs read them, ``adj_t[i, j]`` the edge ``j → i``; its
+    values are the edge weights (``None`` for a pattern of ones that needs no gradient). Anything
+    else comes back unchanged, with no weight."""
+    if isinstance(adj, Tensor) and adj.layout != torch.strided:
+        if adj.dim() != 2 or adj.shape[0] != adj.shape[1]:
+            raise GraphError(
+                f"{name}: a sparse adjacency must be a square (N, N) matrix, got "
+                f"{tuple(adj.shape)}",
+                "batch",
+            )
+        coo = adj.to_sparse_coo().coalesce()
+        index, value = coo.indices(), coo.values()
+        size = int(adj.shape[0])
+    elif callable(getattr(adj, "coo", None)) and callable(getattr(adj, "sparse_sizes", None)):
+        sizes = tuple(int(v) for v in adj.sparse_sizes())
+        if len(sizes) != 2 or sizes[0] != sizes[1]:
+            raise GraphError(
+                f"{name}: a SparseTensor adjacency must be square (N, N), got {sizes}", "batch"
+            )
+        row, col, value = adj.coo()
+        index, size = torch.stack([row, col]), sizes[0]
+    else:
+        return adj, None
+    if num_nodes is not None and size != num_nodes:
+        raise GraphError(
+            f"{name}: the sparse adjacency is {size} × {size} but x has {num_nodes} rows", "batch"
+        )
+    if value is not None and value.dim() != 1:
+        raise GraphError(
+            f"{name}: the sparse adjacency holds values of shape {tuple(value.shape[1:])} per "
+            "edge; sentences read one weight per edge",
+            "batch",
+        )
+    edge_index = torch.stack([index[1], index[0]]).to(torch.int64)  # adj_t: column → row
+    if value is not None and not value.requires_grad and bool((value == 1).all()):
+        value = None  # the 0/1 pattern: an unweighted graph
+    return edge_index, value
+
+
+def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> SimpleNamespace:
+    """PyG's call form ``(x, edge_index[, batch][, edge_weight])`` (``edge_index`` may be a
+    sparse adjacency, :func:`adjacency_edges`) as one data object for :func:`~runtime.batch.
+    as_batch`: ``x`` gives the node count and the features."""
+    if x.dim() not in (1, 2):
+        raise GraphError(f"x must have shape (N,) or (N, d), got {tuple(x.shape)}", "batch")
+    n = int(x.shape[0])
+    edge_index, weight = adjacency_edges(edge_index, n)
+    if weight is not None and edge_weight is not None:
+        raise GraphError(
+            "edge_weight is given twice: by the sparse adjacency's values and by edge_weight",
+            "batch",
+        )
+    if isinstance(batch, Tensor) and batch.is_floating_point():
+        raise GraphError(
+            f"batch must be an integer vector, got {batch.dtype}: pass edge weights as "
+            "edge_weight=...",
+            "batch",
+        )
+    return SimpleNamespace(
+        x=x,
+        edge_index=edge_index,
+        batch=batch,
+        num_nodes=n,
+        edge_weight=weight if edge_weight is None else edge_weight,
+    )
+
+
+def _adj_t_view(data: Any) -> SimpleNamespace:
+    """A data object holding ``adj_t`` (PyG's ``ToSparseTensor``) as one with ``edge_index``
+    and ``edge_weight`` (:func:`adjacency_edges`)."""
+    x, n = _attr(data, "x"), _attr(data, "num_nodes")
+    n = int(n) if n is not None else (None if x is None else int(x.shape[0]))
+    ei, w = adjacency_edges(_attr(data, "adj_t"), n, "adj_t")
+    fields = ("x", "batch", "ptr", "num_graphs", "num_nodes")
+    view = SimpleNamespace(**{f: _attr(data, f) for f in fields})
+    view.edge_index, view.edge_weight = ei, w
+    return view
 
 
 def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None) -> None:
@@ -120,4 +207,4 @@ def _short(v: Tensor) -> str:
     return str(items) if len(items) <= 8 else f"[{', '.join(map(str, items[:6]))}, ...]"
 
 
-__all__ = ["as_index_tensor", "check_ptr", "layer_inputs"]
+__all__ = ["adjacency_edges", "as_index_tensor", "check_ptr", "layer_inputs", "pyg_call"]

@@ -7,20 +7,27 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
     graph_values,
+    make_batch,
     propagate_supports,
     stage,
     stage_key,
 )
-from matlang.runtime.inputs import layer_inputs
+from matlang.runtime.inputs import adjacency_edges, layer_inputs
 from torch import Tensor, nn
 
 from matlang import ast
-from matlang.errors import MatlangError
+from matlang.errors import GraphError, MatlangError
+
+#: dtypes computed in float32 and returned in their own dtype (torch has no half-precision
+#: sparse CSR product on the CPU; float32 accumulation everywhere keeps results comparable)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+#: what ``normalize=`` may be (see :class:`SentenceConv`)
+NORMALIZATIONS = (None, "max_row_sum")
 
 #: Nonlinearities by name.
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -78,6 +85,26 @@ class SentenceConv(nn.Module):
             ``"sigmoid"`` or a callable.
         init: ``"glorot"`` or ``"identity"`` (see above).
         dense: allow full supports, materialised on all ``n²`` entries of each graph.
+        normalize: ``None`` (the supports as they are) or ``"max_row_sum"``: each support
+            divided, graph by graph, by its largest absolute row sum (at least 1), which bounds
+            its spectral radius by 1, so stacked layers do not multiply entries in the tens.
+            A per-graph scalar: the value never depends on the rest of the batch.
+        self_loops: ``"error"`` (graphs with self-loops are refused: A has no diagonal in the
+            compiler; write ``A + I`` in a sentence instead) or ``"remove"`` (they are dropped).
+
+    **Weights.** One rule everywhere (``matlang.evaluate``, ``matlang.compile``,
+    :class:`~compiler.layers.transforms.SentenceFeatures` and this layer): a weighted graph's
+    ``A`` holds the weights. ``edge_weight`` (or a data object's, or a sparse adjacency's values)
+    makes every sentence read the weighted ``A``; a weight that requires grad gets gradients
+    (PyG explainers' edge masks). A weighted call computes its supports on every call (no batch
+    memo: the weights may change between calls).
+
+    **PyG call forms.** ``conv(x, edge_index)``, ``conv(x, edge_index, batch)``,
+    ``conv(x, edge_index, edge_weight=w)``, ``conv(x, adj_t)`` with a torch sparse adjacency or
+    a ``torch_sparse.SparseTensor`` (``adj_t[i, j]``: the edge ``j → i``), ``conv(data)``.
+    ``in_channels=-1`` is inferred from the first call (as PyG's lazy layers: run one batch
+    before building the optimizer). ``float16``/``bfloat16`` are computed in float32 and returned
+    in their dtype. ``torch.jit.script`` is refused: use ``torch.compile``.
 
     Shapes:
         - **input:** node features :math:`(N, d)`, edge indices :math:`(2, E)`, batch vector
@@ -96,12 +123,22 @@ class SentenceConv(nn.Module):
         activation: str | Callable[[Tensor], Tensor] | None = None,
         init: str = "glorot",
         dense: bool = False,
+        normalize: str | None = None,
+        self_loops: str = "error",
     ) -> None:
         super().__init__()
-        if in_channels < 1 or out_channels < 1:
+        if (in_channels < 1 and in_channels != -1) or out_channels < 1:
             raise MatlangError(
-                f"in_channels and out_channels must be positive, got {in_channels}, {out_channels}"
+                f"in_channels and out_channels must be positive (in_channels -1: inferred), got "
+                f"{in_channels}, {out_channels}"
             )
+        if normalize not in NORMALIZATIONS:
+            raise MatlangError(
+                f"normalize must be None or 'max_row_sum', got {normalize!r}"
+            )
+        if self_loops not in ("error", "remove"):
+            raise MatlangError(f"self_loops must be 'error' or 'remove', got {self_loops!r}")
+        self.normalize, self.self_loops = normalize, self_loops
         self.in_channels, self.out_channels = in_channels, out_channels
         infos = describe_sentences(sentences, dense=dense)
         graph_level = by_kind(infos, "graph", "graph-channel")
@@ -121,15 +158,18 @@ class SentenceConv(nn.Module):
         s, k, u = len(self.supports), len(self.channel_sentences), len(self.node_sentences)
         # a kind of sentence the layer lacks has no parameter (every parameter gets gradients)
         #: ``W_s`` of support ``s``: ``weight[s]`` is ``(in_channels, out_channels)``.
-        self.weight = nn.Parameter(torch.empty(s, in_channels, out_channels)) if s else None
+        # in_channels=-1: uninitialised until the first call (see _materialise)
+        p = nn.Parameter if in_channels > 0 else (lambda t: nn.UninitializedParameter())
+        d = max(in_channels, 0)
+        self.weight = p(torch.empty(s, d, out_channels)) if s else None
         #: ``V_k`` of channel-wise sentence ``k``.
-        self.channel_weight = nn.Parameter(torch.empty(k, in_channels, out_channels)) if k else None
+        self.channel_weight = p(torch.empty(k, d, out_channels)) if k else None
         #: ``W_u``: one row per input-free node sentence.
         self.node_weight = nn.Parameter(torch.empty(u, out_channels)) if u else None
         self.product = product
         if product:
-            self.product_weight_a = nn.Parameter(torch.empty(in_channels, out_channels))
-            self.product_weight_b = nn.Parameter(torch.empty(in_channels, out_channels))
+            self.product_weight_a = p(torch.empty(d, out_channels))
+            self.product_weight_b = p(torch.empty(d, out_channels))
         self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
         if isinstance(activation, str) and activation not in ACTIVATIONS:
             raise MatlangError(
@@ -139,7 +179,42 @@ class SentenceConv(nn.Module):
         if init not in ("glorot", "identity"):
             raise MatlangError(f"init must be 'glorot' or 'identity', got {init!r}")
         self.init = init
+        if in_channels > 0:
+            self.reset_parameters()
+        elif self.node_weight is not None:
+            self.node_weight.data.zero_()  # initialised with the rest on the first call
+
+    def _materialise(self, d: int, like: Tensor) -> None:
+        """``in_channels=-1``: the weights' shapes from the first ``x`` (PyG's lazy layers)."""
+        self.in_channels = d
+        s, k, out = len(self.supports), len(self.channel_sentences), self.out_channels
+        dtype = self.bias.dtype if self.bias is not None else like.dtype
+        kw = {"dtype": dtype, "device": like.device}
+        with torch.no_grad():
+            if self.weight is not None:
+                self.weight.materialize((s, d, out), **kw)
+            if self.channel_weight is not None:
+                self.channel_weight.materialize((k, d, out), **kw)
+            if self.product:
+                self.product_weight_a.materialize((d, out), **kw)
+                self.product_weight_b.materialize((d, out), **kw)
         self.reset_parameters()
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, *args: Any) -> None:
+        """A lazy layer (``in_channels=-1``) not yet called takes its width from the state."""
+        w = state_dict.get(prefix + "weight", state_dict.get(prefix + "channel_weight"))
+        if w is None:
+            w = state_dict.get(prefix + "product_weight_a")
+        if self.in_channels < 0 and w is not None:
+            self._materialise(int(w.shape[-2]), w)
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        raise MatlangError(
+            "SentenceConv cannot be scripted with torch.jit.script (its graph constants are "
+            "computed by MATLANG sentences at run time, outside TorchScript): use "
+            "torch.compile(conv) instead"
+        )
 
     # -- parameters -------------------------------------------------------------------------
     def reset_parameters(self) -> None:
@@ -182,36 +257,156 @@ class SentenceConv(nn.Module):
 
     # -- forward ----------------------------------------------------------------------------
     def forward(
-        self, x: Any, edge_index: Tensor | None = None, batch: Tensor | None = None
+        self,
+        x: Any,
+        edge_index: Any = None,
+        batch: Tensor | None = None,
+        edge_weight: Tensor | None = None,
     ) -> Tensor:
-        dtype = next(self.parameters()).dtype  # every layer has a weight per kind it uses
-        x, edge_index, batch = unpack(*layer_inputs(x, edge_index, batch), dtype)
-        x = x.to(dtype)
-        n = x.shape[0]
+        """``(x, edge_index[, batch][, edge_weight])`` or one data object (see the class doc);
+        ``batch`` stays the third argument (PyG's ``GraphConv`` takes ``edge_weight`` third:
+        pass it by name here)."""
+        if isinstance(x, Tensor) and edge_index is not None:
+            edge_index, given = adjacency_edges(edge_index, int(x.shape[0]))
+            if given is not None and edge_weight is not None:
+                raise GraphError("edge_weight is given twice: by the sparse adjacency and by name")
+            edge_weight = given if edge_weight is None else edge_weight
+        if isinstance(batch, Tensor) and batch.is_floating_point():
+            raise GraphError(
+                f"batch (the third argument) must be an integer vector, got {batch.dtype}: "
+                "pass edge weights as edge_weight=...",
+                "batch",
+            )
+        x, edge_index, batch = layer_inputs(x, edge_index, batch)
+        if not isinstance(x, Tensor) and edge_weight is None:
+            edge_weight = getattr(x, "edge_weight", None)
+            if edge_weight is not None:
+                x = without_weight(x)
+        dtype = self._param_dtype()
+        x, edge_index, batch = unpack(x, edge_index, batch, dtype)
+        if self.in_channels < 0:
+            self._materialise(int(x.shape[1]), x)
         if x.shape[1] != self.in_channels:
             raise MatlangError(f"x has {x.shape[1]} channels, the layer expects {self.in_channels}")
+        if edge_weight is not None:
+            edge_weight = torch.as_tensor(edge_weight, device=edge_index.device)
+        if self.self_loops == "remove":
+            edge_index, edge_weight = _drop_loops(edge_index, edge_weight)
+        work = torch.float32 if dtype in HALF_DTYPES else dtype
+        x = x.to(work)
+        try:
+            if edge_weight is None:
+                out = self._terms(x, edge_index, batch)
+            else:
+                out = self._weighted_terms(x, edge_index, batch, edge_weight)
+        except GraphError as e:
+            if "self-loop" not in str(e):
+                raise
+            raise GraphError(
+                f"{e}: SentenceConv(..., self_loops='remove') drops self-loops (A has no "
+                "diagonal here; write A + I in a sentence to use it)",
+                "batch",
+            ) from None
+        out = out + self._p(self.bias, work) if self.bias is not None else out
+        act = self.activation
+        if act is not None:
+            out = ACTIVATIONS[act](out) if isinstance(act, str) else act(out)
+        return out.to(dtype)
+
+    def _param_dtype(self) -> torch.dtype:
+        for p in self.parameters():
+            if not isinstance(p, nn.parameter.UninitializedParameter):
+                return p.dtype
+        return torch.get_default_dtype()
+
+    @staticmethod
+    def _p(p: Tensor, work: torch.dtype) -> Tensor:
+        return p if p.dtype == work else p.to(work)
+
+    def _mixed(self, x: Tensor) -> Tensor | None:
+        """``x W_s`` for every ``s`` at once: ``(N, S, out)``."""
+        if self.weight is None:
+            return None
+        n, s = x.shape[0], self.weight.shape[0]
+        w = self._p(self.weight, x.dtype).permute(1, 0, 2)
+        return (x @ w.reshape(self.in_channels, s * self.out_channels)).reshape(
+            n, s, self.out_channels
+        )
+
+    def _rest(self, x: Tensor, out: Tensor, f: Tensor | None, u: Tensor | None) -> Tensor:
+        """The channel-wise, input-free and product terms."""
+        if f is not None:
+            out = out + f @ self._p(self.channel_weight, x.dtype).reshape(-1, self.out_channels)  # type: ignore[union-attr]
+        if u is not None:
+            out = out + u.to(x.dtype) @ self._p(self.node_weight, x.dtype)  # type: ignore[arg-type]
+        if self.product:
+            a = self._p(self.product_weight_a, x.dtype)
+            out = out + (x @ a) * (x @ self._p(self.product_weight_b, x.dtype))
+        return out
+
+    def _terms(self, x: Tensor, edge_index: Tensor, batch: Tensor | None) -> Tensor:
+        n = x.shape[0]
         out = x.new_zeros(n, self.out_channels)
-        if self.weight is not None:
-            # x W_s for every s at once: (N, S, out), then Σ_s C_s (x W_s) in one pass
-            s = self.weight.shape[0]
-            w = self.weight.permute(1, 0, 2).reshape(self.in_channels, s * self.out_channels)
-            y = (x @ w).reshape(n, s, self.out_channels)
+        y = self._mixed(x)
+        if y is not None:
+            if self.normalize is not None:
+                y = y * self._support_scale(edge_index, batch, n).to(y.dtype).unsqueeze(-1)
             out = out + propagate_supports(y, edge_index, batch, self._support_key)
+        f = u = None
         if self.channel_weight is not None:
             f = apply_channels(x, edge_index, batch, self._channel_key)
-            v = self.channel_weight.reshape(-1, self.out_channels)
-            out = out + f @ v
         if self.node_weight is not None:
             u = graph_values(edge_index, batch, n, self._node_key)
-            out = out + u.to(x.dtype) @ self.node_weight
-        if self.product:
-            out = out + (x @ self.product_weight_a) * (x @ self.product_weight_b)
-        if self.bias is not None:
-            out = out + self.bias
-        act = self.activation
-        if act is None:
-            return out
-        return ACTIVATIONS[act](out) if isinstance(act, str) else act(out)
+        return self._rest(x, out, f, u)
+
+    def _support_scale(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
+        """``(N, S)``: 1 / (the largest absolute row sum of support ``s`` in node ``i``'s graph,
+        at least 1), remembered on the batch with its supports."""
+        st = stage(self._support_key)
+
+        def compute() -> Tensor:
+            sup = st.supports(edge_index, batch, n)
+            rows = torch.repeat_interleave(
+                torch.arange(n, device=sup.rowptr.device), sup.rowptr[1:] - sup.rowptr[:-1]
+            )
+            return _scale(rows, sup.col % sup.s, sup.value, n, sup.s, batch)
+
+        return st.remembered(edge_index, batch, n, compute, "normalize")  # type: ignore[no-any-return]
+
+    def _weighted_terms(
+        self, x: Tensor, edge_index: Tensor, batch: Tensor | None, edge_weight: Tensor
+    ) -> Tensor:
+        """Every term on the weighted ``A``, differentiable in ``edge_weight``: the sentences'
+        compiled modules on a weighted batch (no memo), the supports as sparse products."""
+        n = x.shape[0]
+        b = make_batch(edge_index, batch, n, edge_weight)
+        out = x.new_zeros(n, self.out_channels)
+        y = self._mixed(x)
+        if y is not None:
+            st = stage(self._support_key)
+            parts = [st.module(t, torch.float64).edge_values(b)[0] for t in self.supports]
+            if self.normalize is not None:
+                rows = torch.cat([i[0] for i, _ in parts])
+                which = torch.cat(
+                    [torch.full_like(i[0], s) for s, (i, _) in enumerate(parts)]
+                )
+                vals = torch.cat([v for _, v in parts]).detach()
+                y = y * _scale(rows, which, vals, n, len(parts), batch).to(y.dtype).unsqueeze(-1)
+            for s, (index, values) in enumerate(parts):
+                c = torch.sparse_coo_tensor(index, values.to(x.dtype), (n, n))
+                out = out + torch.sparse.mm(c, y[:, s])
+        f = u = None
+        if self.channel_weight is not None:
+            cols = []
+            for t in self.channel_sentences:
+                m = stage(self._channel_key).module(t, x.dtype)
+                cols.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(n, x.shape[1]))
+            f = torch.cat(cols, 1)
+        if self.node_weight is not None:
+            st = stage(self._node_key)
+            vals = [st.module(t, torch.float64)(b).reshape(n) for t in self.node_sentences]
+            u = torch.stack(vals, 1)
+        return self._rest(x, out, f, u)
 
     # -- introspection ----------------------------------------------------------------------
     def graph_constants_computed(self) -> int:
@@ -219,7 +414,12 @@ class SentenceConv(nn.Module):
         return stage(self._support_key).computed
 
     def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+        """Trainable parameters (those of a lazy layer's weights count after its first call)."""
+        return sum(
+            p.numel()
+            for p in self.parameters()
+            if p.requires_grad and not isinstance(p, nn.parameter.UninitializedParameter)
+        )
 
     def extra_repr(self) -> str:
         act = (
@@ -229,9 +429,47 @@ class SentenceConv(nn.Module):
         )
         head = (
             f"{self.in_channels}, {self.out_channels}, product={self.product}, "
-            f"activation={act}, bias={self.bias is not None}, parameters={self.num_parameters()}"
+            f"activation={act}, bias={self.bias is not None}, normalize={self.normalize}, "
+            f"parameters={self.num_parameters()}"
         )
         return "\n".join([head] + [f"  {i.summary()}" for i in self.sentences])
 
 
-__all__ = ["ACTIVATIONS", "SentenceConv"]
+def _scale(
+    rows: Tensor, which: Tensor, vals: Tensor, n: int, s: int, batch: Tensor | None
+) -> Tensor:
+    """``(N, S)``: 1 / max(1, the largest absolute row sum of support ``which`` over the nodes
+    of each node's graph) from the supports' entries ``(rows, which, vals)``."""
+    sums = vals.new_zeros(n * s).index_add_(0, rows * s + which, vals.abs()).reshape(n, s)
+    if batch is None:
+        top = sums.amax(0, keepdim=True) if n else sums.new_ones(1, s)
+        per_node = top.expand(n, s)
+    else:
+        g = int(batch.max()) + 1 if batch.numel() else 0
+        top = sums.new_zeros(g, s).index_reduce_(
+            0, batch.to(torch.int64), sums, "amax", include_self=True
+        )
+        per_node = top.index_select(0, batch.to(torch.int64))
+    return 1.0 / per_node.clamp(min=1.0)
+
+
+def _drop_loops(edge_index: Tensor, edge_weight: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    """``self_loops="remove"``: the edges without their self-loops, remembered on the given
+    ``edge_index`` tensor (the same tensor again gives the same tensor back, so the batch
+    memo of the supports finds it)."""
+    key = (edge_index._version, None if edge_weight is None else id(edge_weight))
+    hit = getattr(edge_index, "_matlang_loopless", None)
+    if hit is not None and hit[0] == key and edge_weight is None:
+        return hit[1], None
+    keep = edge_index[0] != edge_index[1]
+    ei = edge_index[:, keep]
+    if edge_weight is None:
+        try:
+            edge_index._matlang_loopless = (key, ei)  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):
+            pass
+        return ei, None
+    return ei, edge_weight[keep]
+
+
+__all__ = ["ACTIVATIONS", "HALF_DTYPES", "SentenceConv"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -26,11 +27,10 @@ def unpack(
         if edge_index is not None:
             raise GraphError("pass either a data object or (x, edge_index), not both")
         if getattr(data, "edge_weight", None) is not None:
-            # the layers read A as the 0/1 pattern of edge_index: refuse rather than ignore
+            # the layers take the weights off first (without_weight): never ignore them
             raise GraphError(
-                "the data object has edge_weight, but sentence layers read A as the 0/1 "
-                "adjacency of edge_index: drop the weights or compute weighted supports with "
-                "matlang.compile"
+                "the data object has edge_weight: pass it as edge_weight=... (A holds the "
+                "weights in every sentence layer)"
             )
         edge_index = data.edge_index
         batch = getattr(data, "batch", None) if batch is None else batch
@@ -51,4 +51,11 @@ def unpack(
     return x, edge_index, batch
 
 
-__all__ = ["unpack"]
+def without_weight(data: Any) -> SimpleNamespace:
+    """A data object's view without its ``edge_weight`` (a layer that reads the weights takes
+    them off first; :func:`unpack` refuses a data object that still has them)."""
+    fields = ("x", "edge_index", "batch", "num_nodes", "ptr", "num_graphs")
+    return SimpleNamespace(**{f: getattr(data, f, None) for f in fields})
+
+
+__all__ = ["unpack", "without_weight"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 from matlang.compiler.layers.conv import SentenceConv
-from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.readout import SentenceReadout
 from torch import Tensor, nn
 
@@ -43,6 +43,16 @@ class SentenceGNN(nn.Module):
             the paper, Sec. 4: powers of ``A`` as supports "have to be normalized"). In
             evaluation mode it is an affine map per channel, so what the layers can express
             is unchanged.
+        normalize: passed to every :class:`SentenceConv`: ``None`` (default) or
+            ``"max_row_sum"`` (each support divided, graph by graph, by its largest absolute
+            row sum: spectral radius at most 1, stated in ``repr``). Not the default: on a
+            quick triangle-count regression (300 random graphs, 15 epochs, width 32, 3
+            layers) it stays stable (train MSE 345 → 81) but learns slower than a GIN of the
+            same width (236 → 10), while ``norm="batch"`` matches GIN (276 → 6.8) and no
+            normalisation diverges (MSE ~1e9); for counts from scratch, use ``norm="batch"``.
+
+    A weighted graph (``edge_weight``, or a data object's) reaches every layer and the
+    readout: ``A`` holds the weights.
 
     Shapes:
         - **input:** ``(x, edge_index, batch[, num_graphs])`` or one data object
@@ -61,6 +71,7 @@ class SentenceGNN(nn.Module):
         graph_sentences: Sequence[str] = (),
         dropout: float = 0.0,
         norm: str | None = None,
+        normalize: str | None = None,
     ) -> None:
         super().__init__()
         if layers < 1:
@@ -76,10 +87,18 @@ class SentenceGNN(nn.Module):
             "graph_sentences": list(graph_sentences),
             "dropout": dropout,
             "norm": norm,
+            "normalize": normalize,
         }
         widths = [in_channels] + [hidden] * layers
         self.convs = nn.ModuleList(
-            SentenceConv(a, b, sentences, product=product, activation=None if norm else "relu")
+            SentenceConv(
+                a,
+                b,
+                sentences,
+                product=product,
+                activation=None if norm else "relu",
+                normalize=normalize,
+            )
             for a, b in zip(widths[:-1], widths[1:])
         )
         self.norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(layers)) if norm else None
@@ -98,11 +117,16 @@ class SentenceGNN(nn.Module):
         edge_index: Tensor | None = None,
         batch: Tensor | None = None,
         num_graphs: int | None = None,
+        edge_weight: Tensor | None = None,
     ) -> Tensor:
         """``num_graphs`` (a data object's own, when given one) sizes the readout; without it,
         ``batch.max() + 1`` is read from the tensor, a graph break under ``torch.compile``."""
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)
+        if not isinstance(x, Tensor) and getattr(x, "edge_weight", None) is not None:
+            if edge_weight is None:
+                edge_weight = x.edge_weight
+            x = without_weight(x)
         dtype = next(self.head.parameters()).dtype
         x, edge_index, batch = unpack(x, edge_index, batch, dtype)
         x = x.to(dtype)
@@ -114,12 +138,12 @@ class SentenceGNN(nn.Module):
         pooled = []
         h = x
         for i, conv in enumerate(self.convs):
-            h = conv(h, edge_index, batch)
+            h = conv(h, edge_index, batch, edge_weight=edge_weight)
             if self.norms is not None:
                 h = torch.relu(self.norms[i](h))
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
-            r = self.readout(h, edge_index, batch, num_graphs)
+            r = self.readout(h, edge_index, batch, num_graphs, edge_weight=edge_weight)
             # counts grow with the graph: a log keeps them on the scale of the features
             pooled.append(torch.sign(r) * torch.log1p(r.abs()))
         return self.head(torch.cat(pooled, 1))

@@ -6,9 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from matlang.compiler.layers.inputs import unpack
+from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
-from matlang.compiler.layers.stage import apply_channels, graph_values, stage_key
+from matlang.compiler.layers.stage import (
+    apply_channels,
+    graph_values,
+    make_batch,
+    stage,
+    stage_key,
+)
 from matlang.runtime.inputs import layer_inputs
 from torch import Tensor, nn
 
@@ -77,15 +83,21 @@ class SentenceReadout(nn.Module):
         edge_index: Tensor | None = None,
         batch: Tensor | None = None,
         num_graphs: int | None = None,
+        edge_weight: Tensor | None = None,
     ) -> Tensor:
         """``num_graphs`` (a data object's own, when given one) is the number of rows; without
         it, the rows are counted from the batch vector, a graph break under ``torch.compile``.
         Graphs after the batch vector's last one (graphs without nodes, which the vector cannot
         show) get rows only when ``num_graphs`` says they are there: the sentences' values on a
-        graph without nodes (in eager mode; under ``torch.compile`` they are refused)."""
+        graph without nodes (in eager mode; under ``torch.compile`` they are refused).
+        ``edge_weight`` (or a data object's): ``A`` holds the weights, as in ``SentenceConv``
+        and ``matlang.evaluate``; computed on every call, differentiable in the weights."""
         x, edge_index, batch = layer_inputs(x, edge_index, batch)
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)
+        if not isinstance(x, Tensor) and getattr(x, "edge_weight", None) is not None:
+            edge_weight = x.edge_weight if edge_weight is None else edge_weight
+            x = without_weight(x)
         x, edge_index, batch = unpack(x, edge_index, batch, torch.get_default_dtype())
         if batch is None and num_graphs is None:
             num_graphs = 1
@@ -99,12 +111,15 @@ class SentenceReadout(nn.Module):
         trailing = self._trailing(batch, num_graphs)
         seen = None if num_graphs is None else num_graphs - trailing
         parts = []
-        if self.constant_sentences:
+        if edge_weight is not None:
+            ew = torch.as_tensor(edge_weight, device=edge_index.device)
+            parts = self._weighted(x, edge_index, batch, ew, seen)
+        elif self.constant_sentences:
             g = -1 if seen is None else seen
             parts.append(
                 graph_values(edge_index, batch, x.shape[0], self._constant_key, g).to(x.dtype)
             )
-        if self.channel_sentences:
+        if self.channel_sentences and edge_weight is None:
             if x.shape[1] != self.in_channels:
                 raise MatlangError(
                     f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
@@ -114,6 +129,34 @@ class SentenceReadout(nn.Module):
         if trailing:
             out = torch.cat([out, self._empty_rows(x, trailing)], 0)
         return out
+
+    def _weighted(
+        self, x: Tensor, edge_index: Tensor, batch: Tensor | None, w: Tensor, seen: int | None
+    ) -> list[Tensor]:
+        """The sentences on the weighted ``A`` (no batch memo: weights may change)."""
+        b = make_batch(edge_index, batch, x.shape[0], w)
+        g = b.num_graphs
+        if seen is not None and g != seen:
+            raise GraphError(
+                f"num_graphs={seen}, but the batch vector holds {g} graphs", "num_graphs"
+            )
+        parts = []
+        if self.constant_sentences:
+            st = stage(self._constant_key)
+            vals = [st.module(t, torch.float64)(b).reshape(g) for t in self.constant_sentences]
+            parts.append(torch.stack(vals, 1).to(x.dtype))
+        if self.channel_sentences:
+            if x.shape[1] != self.in_channels:
+                raise MatlangError(
+                    f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
+                )
+            st = stage(self._channel_key)
+            cols = []
+            for t in self.channel_sentences:
+                m = st.module(t, x.dtype)
+                cols.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(g, x.shape[1]))
+            parts.append(torch.cat(cols, 1))
+        return parts
 
     @staticmethod
     def _trailing(batch: Tensor | None, num_graphs: int | None) -> int:

@@ -14,7 +14,7 @@ import torch
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import make_batch
 from matlang.runtime.batch import Batch
-from matlang.runtime.inputs import as_index_tensor, check_ptr
+from matlang.runtime.inputs import adjacency_edges, as_index_tensor, check_ptr
 from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 from torch import Tensor
 
@@ -53,7 +53,12 @@ class SentenceFeatures:
     Accepts a PyG ``Data`` (copied, never changed in place), the project's
     :class:`~matlang.graphs.Graph` (a new Graph with the columns appended to ``x``; graph-level
     values are refused there: a Graph has no attributes) or :class:`~runtime.batch.Batch`, and a
-    list of any of these.
+    list of any of these. A ``Data`` after PyG's ``ToSparseTensor`` (``adj_t``, no
+    ``edge_index``) is read through its ``adj_t``.
+
+    Weights: a weighted graph's ``A`` holds its weights (``edge_weight``, or ``adj_t``'s values),
+    as in ``matlang.evaluate``, ``matlang.compile`` and ``SentenceConv``: triangles per node on a
+    triangle with every weight 2 are ``(A³ ⊙ I) 𝟏 / 2 = 8``, not 1.
     """
 
     def __init__(
@@ -159,7 +164,13 @@ class SentenceFeatures:
             )
         # the checks of every entry point (matlang.inputs): integer (2, E) ids in range, a
         # node count that is a count, x with one row per node
-        ei = as_index_tensor(data.edge_index, "edge_index")
+        ew = _attr(data, "edge_weight")
+        if _attr(data, "edge_index") is None and _attr(data, "adj_t") is not None:
+            # after PyG's ToSparseTensor: adj_t's pattern and values (the weights)
+            n_adj = _attr(data, "num_nodes")
+            ei, ew = adjacency_edges(data.adj_t, None if n_adj is None else int(n_adj), "adj_t")
+        else:
+            ei = as_index_tensor(data.edge_index, "edge_index")
         x, n_given = _attr(data, "x"), _attr(data, "num_nodes")
         if x is not None:
             x = torch.as_tensor(x)
@@ -183,7 +194,6 @@ class SentenceFeatures:
                     "SentenceFeatures transforms one graph at a time (a dataset's transform): "
                     "apply it before batching"
                 )
-        ew = _attr(data, "edge_weight")
         node, glob = self.features(LocalGraph(ei.to(torch.int64), n, ew))
         out = copy.copy(data)
         # attributes are set as attributes: a PyG Data and a duck-typed object alike

@@ -15,7 +15,7 @@ from matlang.compiler.api import compile as compile_sentence
 from matlang.runtime.batch import Batch
 
 import matlang
-from matlang.errors import GraphError, MatlangError
+from matlang.errors import MatlangError
 from matlang.graphs import named
 from matlang.nn import SentenceConv, SentenceReadout
 
@@ -107,9 +107,17 @@ def test_data_objects_and_the_tuple_convention_agree() -> None:
     )
     torch.testing.assert_close(conv(pb), want)
     torch.testing.assert_close(conv(pb.x, pb.edge_index, pb.batch), want)
+    # issue 33: A holds the weights (as matlang.evaluate reads them), in the layer too: with
+    # every weight 2, A is 2A and A ⊙ A² is 8 (A ⊙ A²), the same as scaling W_0 and W_1
     pb.edge_weight = torch.full((pb.edge_index.shape[1],), 2.0)
-    with pytest.raises(GraphError, match="edge_weight"):
-        conv(pb)
+    scaled = SentenceConv(2, 4, ["A", "A ⊙ A²"])
+    scaled.load_state_dict(conv.state_dict())
+    with torch.no_grad():
+        scaled.weight[0] *= 2
+        scaled.weight[1] *= 8
+    want2 = scaled(pb.x, pb.edge_index, pb.batch)
+    torch.testing.assert_close(conv(pb), want2)
+    torch.testing.assert_close(conv(pb.x, pb.edge_index, pb.batch, pb.edge_weight), want2)
 
 
 def test_graph_constants_are_computed_once_per_batch() -> None:
