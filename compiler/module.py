@@ -310,7 +310,8 @@ class CompiledModule(nn.Module):
     @property
     def dtype(self) -> torch.dtype:
         """The dtype the module computes in (``.double()`` / ``.to(torch.float64)`` change it)."""
-        return self._dtype_probe.dtype
+        probe: torch.Tensor = self._buffers["_dtype_probe"]  # type: ignore[assignment]
+        return probe.dtype
 
     def _apply(self, fn: Any, recurse: bool = True) -> CompiledModule:  # type: ignore[override]
         out = super()._apply(fn, recurse)

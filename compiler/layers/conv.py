@@ -189,15 +189,17 @@ class SentenceConv(nn.Module):
         self.in_channels = d
         s, k, out = len(self.supports), len(self.channel_sentences), self.out_channels
         dtype = self.bias.dtype if self.bias is not None else like.dtype
-        kw = {"dtype": dtype, "device": like.device}
+        shapes = {
+            "weight": (s, d, out),
+            "channel_weight": (k, d, out),
+            "product_weight_a": (d, out),
+            "product_weight_b": (d, out),
+        }
         with torch.no_grad():
-            if self.weight is not None:
-                self.weight.materialize((s, d, out), **kw)
-            if self.channel_weight is not None:
-                self.channel_weight.materialize((k, d, out), **kw)
-            if self.product:
-                self.product_weight_a.materialize((d, out), **kw)
-                self.product_weight_b.materialize((d, out), **kw)
+            for name, shape in shapes.items():
+                p = getattr(self, name, None)
+                if isinstance(p, nn.UninitializedParameter):
+                    p.materialize(shape, device=like.device, dtype=dtype)
         self.reset_parameters()
 
     def _load_from_state_dict(self, state_dict: Any, prefix: str, *args: Any) -> None:
@@ -336,7 +338,9 @@ class SentenceConv(nn.Module):
     def _rest(self, x: Tensor, out: Tensor, f: Tensor | None, u: Tensor | None) -> Tensor:
         """The channel-wise, input-free and product terms."""
         if f is not None:
-            out = out + f @ self._p(self.channel_weight, x.dtype).reshape(-1, self.out_channels)  # type: ignore[union-attr]
+            cw = self.channel_weight
+            assert isinstance(cw, Tensor)
+            out = out + f @ self._p(cw, x.dtype).reshape(-1, self.out_channels)
         if u is not None:
             out = out + u.to(x.dtype) @ self._p(self.node_weight, x.dtype)  # type: ignore[arg-type]
         if self.product:
@@ -404,8 +408,9 @@ class SentenceConv(nn.Module):
             f = torch.cat(cols, 1)
         if self.node_weight is not None:
             st = stage(self._node_key)
-            vals = [st.module(t, torch.float64)(b).reshape(n) for t in self.node_sentences]
-            u = torch.stack(vals, 1)
+            u = torch.stack(
+                [st.module(t, torch.float64)(b).reshape(n) for t in self.node_sentences], 1
+            )
         return self._rest(x, out, f, u)
 
     # -- introspection ----------------------------------------------------------------------
