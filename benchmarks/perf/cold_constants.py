@@ -103,6 +103,19 @@ def interleaved(fns: dict[str, Any], repeats: int, warmup: int = 2) -> dict[str,
     return times
 
 
+def _unfused(sentence: str) -> Any:
+    """The sentence compiled without the triangle-count fusion (``A ⊙ A²`` on all 2E entries,
+    as before it): the before/after ratio in one process."""
+    from unittest import mock
+
+    from matlang.compiler import constants
+
+    import matlang
+
+    with mock.patch.object(constants, "_triangle_readouts", lambda *a: {}):
+        return matlang.compile(sentence, cache=False)
+
+
 def _np(v: Any) -> np.ndarray:
     if isinstance(v, torch.Tensor):
         return v.detach().double().reshape(-1).numpy()
@@ -129,7 +142,8 @@ def run(n: int, repeats: int, sentences: list[str]) -> list[dict[str, Any]]:
             "gb": functools.partial(gb_peer(kind), ei, n),
         }
         if kind == "tri":
-            fns["lagraph"] = lambda: lagraph_triangles(ei, n)
+            fns["lagraph"] = functools.partial(lagraph_triangles, ei, n)
+            fns["matlang.unfused"] = (new_data, _unfused(s))
         with torch.no_grad():
             got = _np(cold(new_data()))
         ref = _np(gb_peer(kind)(ei, n))
@@ -150,8 +164,13 @@ def run(n: int, repeats: int, sentences: list[str]) -> list[dict[str, Any]]:
         }
         if "lagraph" in mins:
             row["ratio_lagraph"] = mins["matlang"] / mins["lagraph"]
+            row["ratio_unfused_lagraph"] = mins["matlang.unfused"] / mins["lagraph"]
         rows.append(row)
-        extra = f"  / LAGraph {row['ratio_lagraph']:.2f}×" if "ratio_lagraph" in row else ""
+        extra = (
+            f"  / LAGraph {row['ratio_lagraph']:.2f}× (unfused {row['ratio_unfused_lagraph']:.2f}×)"
+            if "ratio_lagraph" in row
+            else ""
+        )
         print(
             f"n={n:>7} {s:<14} matlang {mins['matlang'] * 1e3:8.2f} ms  gb "
             f"{mins['gb'] * 1e3:8.2f} ms  / gb {row['ratio_gb']:.2f}×{extra}  "
