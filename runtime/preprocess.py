@@ -616,8 +616,32 @@ def _expanded_bands(
     else:
         adj = lg.sparse_adjacency()
         colours, count = spectral.distance_colouring(adj, series.order + cfg.receptive_field)
+        if cfg.exact is None and cfg.order is None and _dense_is_faster(
+            lg.num_nodes, series.order, b.nnz, count
+        ):
+            return _exact_bands(lg, cfg, rows, cols), 0.0, 0
         vals = spectral.masked_series(b, series, rows, cols, colours, count)
     return vals, series.bound + centre_error, series.order
+
+
+#: Largest graph whose supports the default may take from the eigendecomposition when that
+#: is predicted faster (its n × n eigenvectors: 128 MiB at 4096 nodes).
+DENSE_FALLBACK_MAX = 4096
+
+#: Expansion work (order × (nnz(B) + n) × probes) worth one unit of eigendecomposition work
+#: (n³): measured with the default and the benchmark configurations on ER(500, 1000, 5) and the
+#: 32 × 32 grid, one thread (0.71 ns per expansion unit against 0.42 ns per n³).
+EXPANSION_COST = 1.7
+
+
+def _dense_is_faster(n: int, order: int, nnz: int, probes: int) -> bool:
+    """Whether the dense eigendecomposition is predicted to cost less than the Chebyshev
+    expansion of ``order`` with ``probes`` probe vectors on ``B`` of ``nnz`` entries: on small
+    or small-diameter graphs (probes ≈ n) with a high order (narrow bands on a wide spectrum,
+    as the adjacency basis of the ``count`` configuration asks for), it does."""
+    if n > DENSE_FALLBACK_MAX:
+        return False
+    return float(n) ** 3 < EXPANSION_COST * order * (nnz + n) * probes
 
 
 #: Below this many nodes the default supports come from the eigendecomposition (measured
