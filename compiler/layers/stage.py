@@ -71,6 +71,7 @@ class Stage:
     _modules: dict[Any, Any] = field(init=False, default_factory=dict)
     #: how often the graph constants were computed (not served from the memo)
     computed: int = 0
+    _symmetric: bool | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.spec = json.loads(self.key)
@@ -134,9 +135,31 @@ class Stage:
                 rows.append(index[0])
                 cols.append(index[1] * len(texts) + s)
                 vals.append(values.to(torch.float64))
-            return _Supports(torch.cat(rows), torch.cat(cols), torch.cat(vals), n, len(texts))
+            return _Supports(
+                torch.cat(rows),
+                torch.cat(cols),
+                torch.cat(vals),
+                n,
+                len(texts),
+                symmetric=self.symmetric_sentences,
+            )
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
+
+    @property
+    def symmetric_sentences(self) -> bool:
+        """Whether every sentence is provably symmetric for a symmetric ``A`` (what a
+        validated batch has): ``C_sᵀ = C_s`` on every batch, by structure."""
+        hit = self._symmetric
+        if hit is None:
+            from matlang.algebra import is_symmetric
+            from matlang.parser import as_program
+
+            hit = all(
+                is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t)
+            )
+            self._symmetric = hit
+        return hit
 
     def values(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, K)`` (node sentences) or ``(G, K)`` (graph sentences), float64."""
@@ -195,14 +218,19 @@ class _Supports:
     of ``C_s``) and its transpose, built once per batch and dtype: forward and backward are one
     CSR product each (torch's ``sparse.mm``; a symmetric single support is its own transpose)."""
 
-    def __init__(self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int) -> None:
+    def __init__(
+        self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int, *, symmetric: bool = False
+    ) -> None:
         self.n, self.s = n, s
         order = torch.argsort(rows * (n * s) + cols)  # row-major: CSR order
         self.col = cols.index_select(0, order)
         self.rowptr = row_pointers(rows, n)
         self.value = vals.index_select(0, order)
         # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
-        self.symmetric = s == 1 and _is_symmetric(rows, cols, vals, n)
+        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, cols, vals, n))
+        # every support symmetric (by structure): Cᵀ, row j·S + s = row j of C_s, is the
+        # supports' own rows interleaved — laid out by offsets, without a sort
+        self._parts = (rows, cols, vals) if symmetric and s > 1 else None
         self._csr: dict[torch.dtype, Tensor] = {}
         self._csr_t: dict[torch.dtype, Tensor] = {}
 
@@ -217,12 +245,41 @@ class _Supports:
         if self.symmetric:
             return self.csr(dtype)
         m = self._csr_t.get(dtype)
+        if m is None and self._parts is not None:
+            rowptr, col, value = _interleaved_rows(*self._parts, self.n, self.s)
+            m = csr_matrix(rowptr, col, value.to(dtype), (self.n * self.s, self.n))
+            self._csr_t[dtype] = m
         if m is None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
                 m = self.csr(dtype).t().to_sparse_csr()
             self._csr_t[dtype] = m
         return m
+
+
+def _interleaved_rows(
+    rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """CSR arrays of the ``(N·S, N)`` matrix whose row ``i·S + s`` is row ``i`` of ``C_s``, from
+    the supports' entries concatenated support by support, each row-major sorted (column
+    ``j·S + s`` for entry ``(i, j)`` of ``C_s``). Each (row, support) group is contiguous there,
+    so an entry's place is its group's offset plus its rank in the group: no sort."""
+    sup = cols % s
+    group = rows * s + sup
+    counts = torch.bincount(group, minlength=n * s)
+    rowptr = torch.zeros(n * s + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(counts, 0, out=rowptr[1:])
+    per = counts.reshape(n, s)
+    row_start = torch.cumsum(per, 0) - per  # where row i of C_s starts inside support s
+    total = per.sum(0)
+    support_start = torch.cumsum(total, 0) - total  # where support s starts
+    first = support_start[sup] + row_start[rows, sup]
+    pos = rowptr[group] + torch.arange(rows.numel(), device=rows.device) - first
+    col = torch.empty_like(cols)
+    col[pos] = torch.div(cols, s, rounding_mode="floor")
+    value = torch.empty_like(vals)
+    value[pos] = vals
+    return rowptr, col, value
 
 
 def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
