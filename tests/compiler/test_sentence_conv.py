@@ -301,13 +301,22 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
 
     fast_x, fast_p = grads(True)
     sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
-    assert sup._parts is not None
+    assert sup._transposed is not None
     t = sup.csr_t(torch.float64)
-    want = sup.csr(torch.float64).to_dense().t()
-    assert torch.equal(t.to_dense(), want)
-    for row in range(t.shape[0]):  # sorted columns in every row (torch's CSR invariant)
-        c = t.col_indices()[t.crow_indices()[row] : t.crow_indices()[row + 1]]
-        assert bool((c[1:] > c[:-1]).all())
+    fwd = sup.csr(torch.float64)
+    assert torch.equal(t.to_dense(), fwd.to_dense().t())
+    for m in (t, fwd):  # sorted columns in every row (torch's CSR invariant)
+        for row in range(m.shape[0]):
+            c = m.col_indices()[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+            assert bool((c[1:] > c[:-1]).all())
+    # the stacked supports are the sentences' matrices, by the dense oracle
+    dense = fwd.to_dense().reshape(b.num_nodes, len(sym), b.num_nodes)
+    ptr = b.ptr.tolist()
+    for k, g in enumerate(GRAPHS):
+        lo, hi = ptr[k], ptr[k + 1]
+        for s_, text in enumerate(sym):
+            want = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+            np.testing.assert_array_equal(dense[lo:hi, s_, lo:hi].numpy(), want, err_msg=text)
     slow_x, slow_p = grads(False)
     torch.testing.assert_close(fast_x, slow_x, rtol=1e-13, atol=1e-13)
     for a, c in zip(fast_p, slow_p):
