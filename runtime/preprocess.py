@@ -628,10 +628,11 @@ def _expanded_bands(
 #: is predicted faster (its n × n eigenvectors: 128 MiB at 4096 nodes).
 DENSE_FALLBACK_MAX = 4096
 
-#: Expansion work (order × (nnz(B) + n) × probes) worth one unit of eigendecomposition work
-#: (n³): measured with the default and the benchmark configurations on ER(500, 1000, 5) and the
-#: 32 × 32 grid, one thread (0.71 ns per expansion unit against 0.42 ns per n³).
-EXPANSION_COST = 1.7
+#: Eigendecomposition work (n³) worth one unit of expansion work (order × (nnz(B) + n) ×
+#: probes): fitted to the count configuration on ER(500, 1000, 2000; degree 5) and the 32 × 32
+#: grid, one thread, shared machine (1.6–2.7 between runs; 2.5 puts all four on the faster
+#: side: dense on ER 500 and 1000, the expansion on ER 2000 and the grid).
+EXPANSION_COST = 2.5
 
 
 def _dense_is_faster(n: int, order: int, nnz: int, probes: int) -> bool:
