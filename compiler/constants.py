@@ -132,6 +132,9 @@ class ConstantStage:
                     if m is not None:
                         last[m] = k
         keep = set(self.exports)
+        self._triangles = _triangle_readouts(plan, self.const, keep)
+        for k, inner in self._triangles.items():  # the fused readout reads the edge mask
+            last[inner[0]] = max(last[inner[0]], k)
         self._frees: list[list[int]] = [[] for _ in plan.steps]
         for r, k in enumerate(last):
             if k >= 0 and r not in keep:
@@ -179,12 +182,23 @@ class ConstantStage:
         kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
         regs: dict[int, Any] = {}
         sizes: dict[int, Any] = {}
+        # tr(A³) of a 0/1 symmetric A by the triangle count: its three inner steps are skipped
+        fused = self._triangles if graphs.weight is None and graphs.symmetric else {}
+        skipped = {r for inner in fused.values() for r in inner[1:]}
         for k, st in enumerate(self.plan.steps):
             if not self.const[k]:
                 continue
-            regs[k] = v = self._step(kern, graphs, k, st, regs)
+            if k in skipped:
+                v = None
+            elif k in fused:
+                v = kern.triangle_trace(regs[fused[k][0]])
+            else:
+                v = self._step(kern, graphs, k, st, regs)
+            regs[k] = v
             if not per_graph:
                 sizes[k] = v.nnz if isinstance(v, Mask) else size_of(st, regs, graphs)
+                if k in skipped:  # not computed: no entries
+                    sizes[k] = 0
             elif isinstance(v, Mask):  # block-diagonal: graph g's rows are its nodes
                 sizes[k] = np.diff(v.indptr[graphs.ptr])
             elif st.kind == EDGE:
@@ -303,6 +317,51 @@ class ConstantStage:
                 "nonfinite='keep' to keep inf/nan)"
             )
         return out
+
+
+def _triangle_readouts(
+    plan: Plan, const: list[bool], exported: set[int]
+) -> dict[int, tuple[int, ...]]:
+    """The readouts that are ``tr(A³)`` of the edges' adjacency, by their inner steps:
+    ``readout(row_sum(mul(A, sampled(A, A, E))))`` with ``A = adjacency(E)`` on the edge mask
+    ``E``, where the row sum, the product and the sampled ``A²`` are read by nothing else and
+    not exported. ``{readout: (E, row_sum, mul, sampled)}``; the stage computes such a readout
+    by :meth:`~runtime.graphblas.Kernels.triangle_trace` when ``A`` is 0/1 and symmetric."""
+    users: list[list[int]] = [[] for _ in plan.steps]
+    for k, st in enumerate(plan.steps):
+        for a in {*st.args, *(() if st.mask is None else (st.mask,))}:
+            users[a].append(k)
+
+    def only(r: int, k: int) -> bool:
+        return users[r] == [k] and r not in exported and const[r]
+
+    steps = plan.steps
+    out: dict[int, tuple[int, ...]] = {}
+    for k, st in enumerate(steps):
+        if st.op != "readout" or not const[k]:
+            continue
+        rs = st.args[0]
+        if steps[rs].op != "row_sum" or not only(rs, k):
+            continue
+        mul = steps[rs].args[0]
+        if steps[mul].op != "mul" or not only(mul, rs):
+            continue
+        x, y = steps[mul].args
+        if steps[x].op == "sampled":
+            x, y = y, x
+        sx, sy = steps[x], steps[y]
+        if sx.op != "adjacency" or sy.op != "sampled" or not only(y, mul):
+            continue
+        edges = sx.args[0]
+        if (
+            steps[edges].op != "edges"
+            or sy.args != (x, x, edges)
+            or sy.mask != edges
+            or steps[mul].mask != edges
+        ):
+            continue
+        out[k] = (edges, rs, mul, y)
+    return out
 
 
 def _size(plan: Plan, regs: dict[int, Any], st: Step, gr: Graphs) -> int:

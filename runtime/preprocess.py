@@ -616,8 +616,33 @@ def _expanded_bands(
     else:
         adj = lg.sparse_adjacency()
         colours, count = spectral.distance_colouring(adj, series.order + cfg.receptive_field)
+        if cfg.exact is None and cfg.order is None and _dense_is_faster(
+            lg.num_nodes, series.order, b.nnz, count
+        ):
+            return _exact_bands(lg, cfg, rows, cols), 0.0, 0
         vals = spectral.masked_series(b, series, rows, cols, colours, count)
     return vals, series.bound + centre_error, series.order
+
+
+#: Largest graph whose supports the default may take from the eigendecomposition when that
+#: is predicted faster (its n × n eigenvectors: 128 MiB at 4096 nodes).
+DENSE_FALLBACK_MAX = 4096
+
+#: Eigendecomposition work (n³) worth one unit of expansion work (order × (nnz(B) + n) ×
+#: probes): fitted to the count configuration on ER(500, 1000, 2000; degree 5) and the 32 × 32
+#: grid, one thread, shared machine (1.6–2.7 between runs; 2.5 puts all four on the faster
+#: side: dense on ER 500 and 1000, the expansion on ER 2000 and the grid).
+EXPANSION_COST = 2.5
+
+
+def _dense_is_faster(n: int, order: int, nnz: int, probes: int) -> bool:
+    """Whether the dense eigendecomposition is predicted to cost less than the Chebyshev
+    expansion of ``order`` with ``probes`` probe vectors on ``B`` of ``nnz`` entries: on small
+    or small-diameter graphs (probes ≈ n) with a high order (narrow bands on a wide spectrum,
+    as the adjacency basis of the ``count`` configuration asks for), it does."""
+    if n > DENSE_FALLBACK_MAX:
+        return False
+    return float(n) ** 3 < EXPANSION_COST * order * (nnz + n) * probes
 
 
 #: Below this many nodes the default supports come from the eigendecomposition (measured

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.sparse import csr_matrix, row_pointers
+from matlang.runtime.sparse import csr_matrix
 from torch import Tensor
 
 from matlang.errors import GraphError
@@ -71,6 +71,7 @@ class Stage:
     _modules: dict[Any, Any] = field(init=False, default_factory=dict)
     #: how often the graph constants were computed (not served from the memo)
     computed: int = 0
+    _symmetric: bool | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.spec = json.loads(self.key)
@@ -120,8 +121,8 @@ class Stage:
 
     # -- graph constants ---------------------------------------------------------------------
     def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports:
-        """Every support on one CSR matrix, the column of support ``s`` at ``j`` being
-        ``j·S + s`` (so ``x W`` reshaped to ``(N·S, out)`` is one product)."""
+        """Every support on one CSR matrix (see :class:`_Supports`; ``x W`` laid out as
+        ``(S·N, out)`` is one product)."""
         from matlang.compiler.api import materialise
 
         def compute() -> _Supports:
@@ -134,9 +135,31 @@ class Stage:
                 rows.append(index[0])
                 cols.append(index[1] * len(texts) + s)
                 vals.append(values.to(torch.float64))
-            return _Supports(torch.cat(rows), torch.cat(cols), torch.cat(vals), n, len(texts))
+            return _Supports(
+                torch.cat(rows),
+                torch.cat(cols),
+                torch.cat(vals),
+                n,
+                len(texts),
+                symmetric=self.symmetric_sentences,
+            )
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
+
+    @property
+    def symmetric_sentences(self) -> bool:
+        """Whether every sentence is provably symmetric for a symmetric ``A`` (what a
+        validated batch has): ``C_sᵀ = C_s`` on every batch, by structure."""
+        hit = self._symmetric
+        if hit is None:
+            from matlang.algebra import is_symmetric
+            from matlang.parser import as_program
+
+            hit = all(
+                is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t)
+            )
+            self._symmetric = hit
+        return hit
 
     def values(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, K)`` (node sentences) or ``(G, K)`` (graph sentences), float64."""
@@ -191,18 +214,54 @@ def stage(key: str) -> Stage:
 
 
 class _Supports:
-    """``[C_1 ‖ … ‖ C_S]`` as one ``(N, N·S)`` CSR matrix (column ``j·S + s`` for entry ``(i, j)``
+    """``[C_1 ‖ … ‖ C_S]`` as one ``(N, S·N)`` CSR matrix (column ``s·N + j`` for entry ``(i, j)``
     of ``C_s``) and its transpose, built once per batch and dtype: forward and backward are one
-    CSR product each (torch's ``sparse.mm``; a symmetric single support is its own transpose)."""
+    CSR product each (torch's ``sparse.mm``).
 
-    def __init__(self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int) -> None:
+    Assembled without a sort: the supports' entries come support by support, each row-major
+    sorted, so row ``i`` of the stack is row ``i`` of ``C_1``, then of ``C_2``, …, each run of
+    entries placed by its offset. Where every support is symmetric (by structure, on a
+    validated batch) the transpose, row ``s·N + j`` = row ``j`` of ``C_s``, is the entries in
+    the order they came: no transposition at all."""
+
+    def __init__(
+        self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int, *, symmetric: bool = False
+    ) -> None:
+        # cols encode (j, s) as j·S + s (Stage.supports)
         self.n, self.s = n, s
-        order = torch.argsort(rows * (n * s) + cols)  # row-major: CSR order
-        self.col = cols.index_select(0, order)
-        self.rowptr = row_pointers(rows, n)
-        self.value = vals.index_select(0, order)
+        sup = cols % s
+        j = torch.div(cols, s, rounding_mode="floor")
+        key = (sup * n + rows) * n + j
+        if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
+            # not support by support, row-major (materialise sorts them): put them so
+            order = torch.argsort(key)
+            rows, cols, vals = rows[order], cols[order], vals[order]
+            sup, j = sup[order], j[order]
+        counts = torch.bincount(rows * s + sup, minlength=n * s).reshape(n, s)
+        self.rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+        torch.cumsum(counts.sum(1), 0, out=self.rowptr[1:])
+        if s == 1:
+            self.col, self.value = j, vals
+        else:
+            row_in_support = torch.cumsum(counts, 0) - counts  # row i's start inside C_s
+            total = counts.sum(0)
+            support_start = torch.cumsum(total, 0) - total  # C_s's start in the entries
+            before_in_row = torch.cumsum(counts, 1) - counts  # row i's entries of C_<s
+            rank = torch.arange(rows.numel(), device=rows.device) - (
+                support_start[sup] + row_in_support[rows, sup]
+            )
+            pos = self.rowptr[rows] + before_in_row[rows, sup] + rank
+            self.col = torch.empty_like(cols)
+            self.col[pos] = sup * n + j
+            self.value = torch.empty_like(vals)
+            self.value[pos] = vals
         # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
-        self.symmetric = s == 1 and _is_symmetric(rows, cols, vals, n)
+        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, cols, vals, n))
+        self._transposed: tuple[Tensor, Tensor, Tensor] | None = None
+        if symmetric and s > 1:
+            tptr = torch.zeros(s * n + 1, dtype=torch.int64, device=rows.device)
+            torch.cumsum(counts.t().reshape(-1), 0, out=tptr[1:])
+            self._transposed = (tptr, j, vals)
         self._csr: dict[torch.dtype, Tensor] = {}
         self._csr_t: dict[torch.dtype, Tensor] = {}
 
@@ -217,6 +276,10 @@ class _Supports:
         if self.symmetric:
             return self.csr(dtype)
         m = self._csr_t.get(dtype)
+        if m is None and self._transposed is not None:
+            tptr, col, value = self._transposed
+            m = csr_matrix(tptr, col, value.to(dtype), (self.n * self.s, self.n))
+            self._csr_t[dtype] = m
         if m is None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
@@ -238,18 +301,18 @@ def _mm(m: Tensor, y: Tensor) -> Tensor:
 
 
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
-    """``Σ_s C_s y[:, s]``: entry ``(i, j·S + s)`` reads row ``j·S + s`` of ``y`` as
-    ``(N·S, C)``."""
+    """``Σ_s C_s y[:, s]``: entry ``(i, s·N + j)`` reads row ``s·N + j`` of ``y`` laid out
+    support-major as ``(S·N, C)``."""
     n, s, c = y.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr(y.dtype), y.reshape(n * s, c).contiguous())
+    return _mm(sup.csr(y.dtype), y.transpose(0, 1).reshape(s * n, c))
 
 
 def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
     """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
     n, c = g.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr_t(g.dtype), g.contiguous()).reshape(n, s, c)
+    return _mm(sup.csr_t(g.dtype), g.contiguous()).reshape(s, n, c).transpose(0, 1).contiguous()
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())

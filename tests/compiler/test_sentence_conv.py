@@ -285,3 +285,51 @@ def test_sentence_gnn_dtype_state_dict_and_torch_save() -> None:
     y64 = other.to(torch.float64)(x, b.edge_index, b.batch)
     assert y64.dtype == torch.float64
     torch.testing.assert_close(y64.float(), y32, rtol=1e-5, atol=1e-5)
+
+
+def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sentences symmetric by structure: the backward's ``Cᵀ`` is the supports' rows
+    interleaved by offsets. Its CSR equals the sorted transpose of ``C``, and the gradients
+    equal those of the general path (the transpose converted to CSR) and the dense oracle."""
+    from matlang.compiler.layers import stage as st
+
+    sym = ["A", "A ⊙ A²", "(A + I) ⊙ A²", "I"]
+    b = _batch()
+    d = 3
+
+    def grads(symmetric: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        monkeypatch.setattr(st.Stage, "symmetric_sentences", property(lambda self: symmetric))
+        st._STAGES.clear()
+        torch.manual_seed(0)
+        conv = SentenceConv(d, 4, sym).double()
+        x = _x(b, d).requires_grad_(True)
+        w = _x(b, 4, seed=1)
+        (conv(x, b.edge_index, b.batch) * w).sum().backward()
+        return x.grad.clone(), [p.grad.clone() for p in conv.parameters()]
+
+    fast_x, fast_p = grads(True)
+    sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
+    assert sup._transposed is not None
+    t = sup.csr_t(torch.float64)
+    fwd = sup.csr(torch.float64)
+    assert torch.equal(t.to_dense(), fwd.to_dense().t())
+    for m in (t, fwd):  # sorted columns in every row (torch's CSR invariant)
+        for row in range(m.shape[0]):
+            c = m.col_indices()[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+            assert bool((c[1:] > c[:-1]).all())
+    # the stacked supports are the sentences' matrices, by the dense oracle
+    dense = fwd.to_dense().reshape(b.num_nodes, len(sym), b.num_nodes)
+    ptr = b.ptr.tolist()
+    for k, g in enumerate(GRAPHS):
+        lo, hi = ptr[k], ptr[k + 1]
+        for s_, text in enumerate(sym):
+            want = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+            np.testing.assert_array_equal(dense[lo:hi, s_, lo:hi].numpy(), want, err_msg=text)
+    slow_x, slow_p = grads(False)
+    torch.testing.assert_close(fast_x, slow_x, rtol=1e-13, atol=1e-13)
+    for a, c in zip(fast_p, slow_p):
+        torch.testing.assert_close(a, c, rtol=1e-13, atol=1e-13)
+    monkeypatch.undo()
+    st._STAGES.clear()
+    assert st.Stage(st.stage_key("supports", sym)).symmetric_sentences
+    assert not st.Stage(st.stage_key("supports", ["A", "diag(A 𝟏) A"])).symmetric_sentences

@@ -126,3 +126,71 @@ def test_to_device_keeps_everything() -> None:
     assert c is b  # nothing to move: the batch itself, as Tensor.to
     d = b.to("meta")  # a real move: a new batch, every tensor on the device
     assert d is not b and d.edge_index.device.type == "meta" and d.ptr.device.type == "meta"
+
+
+def _random_simple(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
+    a = np.triu(rng.random((n, n)) < p, 1).astype(np.int64)
+    return a + a.T
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_pass_validation_agrees_with_the_slow_path(seed: int) -> None:
+    """The one-pass verdict (host counting sort, device sort) equals the sort-based slow path
+    and numpy's own ``A == Aᵀ`` on random graphs, symmetric or made directed by one edge,
+    weighted or not; a failing batch still raises the slow path's message."""
+    from matlang.runtime.batch import _symmetric_by_sort, _symmetric_sorted
+
+    rng = np.random.default_rng(seed)
+    for directed in (False, True):
+        for weighted in (False, True):
+            a = _random_simple(rng, 30, 0.2).astype(np.float64)
+            if weighted:
+                w = np.triu(rng.integers(1, 4, a.shape), 1)
+                a = a * (w + w.T)
+            if directed:
+                i, j = np.argwhere(np.triu(a, 1))[0]
+                if weighted:
+                    a[i, j] += 1.0  # the reverse edge has another weight
+                else:
+                    a[i, j] = 0.0  # the reverse edge is missing
+            rows, cols = np.nonzero(a)
+            ei = torch.from_numpy(np.stack([rows, cols]).astype(np.int64))
+            w_t = torch.from_numpy(a[rows, cols]) if weighted else None
+            symmetric = bool(np.array_equal(a, a.T))
+            assert symmetric is not directed
+            n = a.shape[0]
+            key = ei[0] * n + ei[1]
+            assert _symmetric_by_sort(key, ei[0], ei[1], w_t, n) is symmetric
+            host_w = None if w_t is None else w_t.numpy()
+            assert _symmetric_sorted(ei.numpy(), host_w, n) is symmetric
+            b = Batch(ei, torch.zeros(n, dtype=torch.int64), torch.tensor([0, n]), None, w_t)
+            if symmetric:
+                assert b.validate().known_symmetric()
+                assert b.is_coalesced()
+            else:
+                with pytest.raises(GraphError, match="no reverse edge"):
+                    b.validate()
+                assert not b.known_symmetric()
+                b.validate(allow_directed=True)
+
+
+def test_one_pass_validation_leaves_bad_batches_to_the_named_errors() -> None:
+    """Unsorted, repeated, out-of-range and cross-graph edges: the one pass says no, and the
+    slow path names the edge."""
+    k4 = torch.tensor([[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3], [1, 2, 3, 0, 2, 3, 0, 1, 3, 0, 1, 2]])
+    b = Batch(k4.flip(1), torch.zeros(4, dtype=torch.int64), torch.tensor([0, 4]))
+    assert b.validate() is b and not b.is_coalesced()  # unsorted but symmetric: valid
+    twice = torch.cat([k4, k4[:, :1], k4[:, 3:4]], 1)
+    with pytest.raises(GraphError, match="stored twice"):
+        Batch(twice, torch.zeros(4, dtype=torch.int64), torch.tensor([0, 4])).validate()
+    with pytest.raises(GraphError, match="refers to node 4"):
+        Batch(k4 + (k4 == 3), torch.zeros(4, dtype=torch.int64), torch.tensor([0, 4])).validate()
+    cross = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(GraphError, match="joins graph"):
+        Batch(cross, torch.tensor([0, 1]), torch.tensor([0, 1, 2])).validate()
+    loop = torch.tensor([[0, 0, 1], [0, 1, 0]])
+    with pytest.raises(GraphError, match="self-loop"):
+        Batch(loop, torch.zeros(2, dtype=torch.int64), torch.tensor([0, 2])).validate()
+    assert Batch(loop, torch.zeros(2, dtype=torch.int64), torch.tensor([0, 2])).validate(
+        allow_self_loops=True
+    )

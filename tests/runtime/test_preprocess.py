@@ -349,3 +349,30 @@ def test_clear_forgets_batches_and_fingerprints() -> None:
     assert (cache.hits, cache.misses, cache.batch_hits, len(cache)) == (0, 0, 0, 0)
     pp.batch_supports(b, cache=cache)
     assert cache.batch_hits == 0 and cache.misses == 1
+
+
+def test_default_takes_the_eigendecomposition_where_it_is_predicted_faster() -> None:
+    """The ``count`` configuration (adjacency basis, 10 narrow bands: Chebyshev order 88) on a
+    small-diameter graph of 500 nodes: every node needs its own probe, the expansion costs more
+    than the eigendecomposition, and the default takes the latter (order 0, exact supports);
+    on a 32 × 32 grid (order 64, a sparser B) it keeps the expansion, within its tolerance."""
+    rng = np.random.default_rng(0)
+    a = np.triu(rng.random((500, 500)) < 5 / 499, 1)
+    r, c = np.nonzero(a | a.T)
+    er = pp.LocalGraph(torch.from_numpy(np.stack([r, c]).astype(np.int64)), 500)
+    idx = np.arange(1024).reshape(32, 32)
+    u = np.concatenate([idx[:-1].ravel(), idx[:, :-1].ravel()])
+    v = np.concatenate([idx[1:].ravel(), idx[:, 1:].ravel()])
+    grid = pp.LocalGraph(torch.from_numpy(np.stack([np.r_[u, v], np.r_[v, u]])), 1024)
+    cfg = pp.SupportConfig(basis="adjacency", num_bands=10)
+    exact = dataclasses.replace(cfg, exact=True)
+    got = pp.gnnml3_supports(er, cfg)
+    want = pp.gnnml3_supports(er, exact)
+    assert got.order == 0 and got.error_bound == 0.0
+    assert torch.equal(got.edge_index, want.edge_index)
+    assert torch.allclose(got.edge_attr, want.edge_attr, atol=1e-12)
+    got = pp.gnnml3_supports(grid, cfg)
+    assert got.order > 0
+    want = pp.gnnml3_supports(grid, exact)
+    assert float((got.edge_attr - want.edge_attr).abs().max()) <= cfg.tolerance
+    assert not pp._dense_is_faster(pp.DENSE_FALLBACK_MAX + 1, 10**6, 10**6, 10**6)
