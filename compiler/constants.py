@@ -210,7 +210,8 @@ class ConstantStage:
                 regs.pop(r, None)
         return {k: regs[k] for k in self.exports if k in regs}, sizes
 
-    def _mask(self, regs: dict[int, Any], register: int) -> Mask:
+    def _mask(self, regs: dict[int, Any], register: int) -> Any:
+        """The mask register ``register`` is on (a GraphBLAS or a torch mask, by the stage)."""
         m = self.plan.steps[register].mask
         assert m is not None
         return regs[m]
@@ -459,7 +460,7 @@ def _warn_float32(bound: float, dtype: Any) -> None:
         )
 
 
-def evaluate_exact(plan: Plan, graphs: Graphs) -> list[np.ndarray]:
+def evaluate_exact(plan: Plan, graphs: Graphs) -> list[Any]:
     """The plan's outputs computed whole on GraphBLAS, exactly (needs a plan without node
     inputs): graph level ``(G,)``, node level ``(N,)``, a matrix ``(Mask, values)``."""
     if plan.inputs:
@@ -469,7 +470,7 @@ def evaluate_exact(plan: Plan, graphs: Graphs) -> list[np.ndarray]:
         )
     stage = ConstantStage(plan, exact=True)
     regs, _ = stage.run(graphs)
-    out = []
+    out: list[Any] = []
     for o in plan.outputs:
         v = regs[o.register]
         if o.level == "matrix":

@@ -249,6 +249,7 @@ class Batch:
         n = self.num_nodes
         ei = self.edge_index
         host = ei.device.type == "cpu"
+        e: Any
         if host:
             e = ei.numpy()
             e = e if e.dtype == np.int64 else e.astype(np.int64)

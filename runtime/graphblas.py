@@ -372,7 +372,7 @@ class Kernels:
             else:
                 out.append(x)
         if all(_integral(x) for x in out):
-            bound = terms
+            bound: int | float = terms
             for x in out:
                 bound *= maxabs(x)
             if not self.fits(bound, what):

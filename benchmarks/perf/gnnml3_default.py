@@ -54,7 +54,7 @@ def run(kind: str, n: int, repeats: int) -> dict[str, Any]:
     from matlang.runtime.preprocess import SupportConfig
 
     data = _data(kind, n)
-    default = resolve_config("gnnml3", DEFAULT_CONFIG)
+    default: Any = resolve_config("gnnml3", DEFAULT_CONFIG)  # a GNNML3Config
     configs: dict[str, Any] = {
         "default": default,
         "benchmark": dataclasses.replace(default, support=SupportConfig()),
@@ -66,7 +66,7 @@ def run(kind: str, n: int, repeats: int) -> dict[str, Any]:
     for _ in range(repeats):
         for k, cfg in configs.items():
             times[k].append(_preprocess(cfg, data))
-    row = {
+    row: dict[str, Any] = {
         "graph": kind,
         "n": int(data.num_nodes),
         "E": int(data.edge_index.shape[1]),
