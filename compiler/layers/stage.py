@@ -243,7 +243,10 @@ class _Supports:
         if s == 1:
             self.col, self.value = j, vals
         else:
-            row_in_support = torch.cumsum(counts, 0) - counts  # row i's start inside C_s
+            # row i's start inside C_s: a scan along each support's rows, run on the (S, N)
+            # transpose (CUDA's scan along the outer dim of an (N, S) tensor with S ~ 3 takes
+            # ~180 ms at N = 10^6 on an H200; along the inner dim, well under 1 ms)
+            row_in_support = torch.cumsum(counts.t().contiguous(), 1).t() - counts
             total = counts.sum(0)
             support_start = torch.cumsum(total, 0) - total  # C_s's start in the entries
             before_in_row = torch.cumsum(counts, 1) - counts  # row i's entries of C_<s
