@@ -61,6 +61,14 @@ def _lazy_getattr(
     return __getattr__
 
 
+def _front_door(module: str, table: dict[str, str], namespace: dict[str, Any]) -> None:
+    """Make ``module`` (matlang.nn, matlang.data, …) a lazy front door: its ``__getattr__``
+    imports a name of ``table`` on first use, ``__all__`` and ``__dir__`` list exactly those."""
+    namespace["__getattr__"] = _lazy_getattr(module, table, namespace)
+    namespace["__all__"] = list(table)
+    namespace["__dir__"] = lambda: sorted(table)
+
+
 _lazy_names = _lazy_getattr(__name__, _LAZY, globals())
 
 

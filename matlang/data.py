@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matlang import _lazy_getattr
+from matlang import _front_door
 
 _DATASETS = "matlang.runtime.datasets"
 _PYG = "matlang.runtime.pyg"
@@ -39,12 +39,20 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    pass
+    from matlang.runtime.datasets import DATASETS as DATASETS
+    from matlang.runtime.datasets import data_available as data_available
+    from matlang.runtime.datasets import data_root as data_root
+    from matlang.runtime.datasets import load as load
+    from matlang.runtime.datasets import load_brec as load_brec
+    from matlang.runtime.datasets import load_exp as load_exp
+    from matlang.runtime.datasets import load_graph6 as load_graph6
+    from matlang.runtime.datasets import load_graph8c as load_graph8c
+    from matlang.runtime.datasets import load_paper_pairs as load_paper_pairs
+    from matlang.runtime.datasets import load_randomgraph as load_randomgraph
+    from matlang.runtime.datasets import load_sr25 as load_sr25
+    from matlang.runtime.datasets import load_tu as load_tu
+    from matlang.runtime.datasets import load_twodgrid30 as load_twodgrid30
+    from matlang.runtime.pyg import pyg_dataset as pyg_dataset
+    from matlang.runtime.pyg import to_pyg as to_pyg
 
-__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
-
-__all__ = list(_LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_front_door(__name__, _LAZY, globals())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matlang import _lazy_getattr
+from matlang import _front_door
 
 _MODELS = "matlang.runtime.models"
 
@@ -19,12 +19,9 @@ _MODELS = "matlang.runtime.models"
 _LAZY = {name: _MODELS for name in ("build_model", "MODELS", "resolve_config", "GraphModel")}
 
 if TYPE_CHECKING:
-    pass
+    from matlang.runtime.models import MODELS as MODELS
+    from matlang.runtime.models import GraphModel as GraphModel
+    from matlang.runtime.models import build_model as build_model
+    from matlang.runtime.models import resolve_config as resolve_config
 
-__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
-
-__all__ = list(_LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_front_door(__name__, _LAZY, globals())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matlang import _lazy_getattr
+from matlang import _front_door
 
 #: Public name → the module that defines it.
 _LAZY = {
@@ -26,14 +26,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    pass
+    from matlang.compiler.layers.conv import SentenceConv as SentenceConv
+    from matlang.compiler.layers.model import SentenceGNN as SentenceGNN
+    from matlang.compiler.layers.readout import SentenceReadout as SentenceReadout
 
-
-__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
-
-
-__all__ = list(_LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_front_door(__name__, _LAZY, globals())

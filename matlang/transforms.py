@@ -12,19 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matlang import _lazy_getattr
+from matlang import _front_door
 
 _LAZY = {"SentenceFeatures": "matlang.compiler.layers.transforms"}
 
 if TYPE_CHECKING:
-    pass
+    from matlang.compiler.layers.transforms import SentenceFeatures as SentenceFeatures
 
-
-__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
-
-
-__all__ = list(_LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_front_door(__name__, _LAZY, globals())

@@ -78,3 +78,26 @@ def test_an_installed_wheel_ignores_look_alikes_in_the_working_folder(
     assert Path(where).is_relative_to(site)
     assert Path(data) == site / "matlang" / "_data"
     assert (int(mutag), float(k4), int(k5)) == (188, 4.0, 10)
+
+
+@pytest.mark.parametrize("module", ["matlang.nn", "matlang.transforms", "matlang.data",
+                                    "matlang.models"])  # fmt: skip
+def test_front_doors_are_typed_and_lazy(module: str) -> None:
+    """Each front door names for type checkers (under ``if TYPE_CHECKING``) exactly the names it
+    loads lazily, lists them in ``__all__`` and ``dir()``, and resolves every one of them."""
+    import ast
+    import importlib
+
+    mod = importlib.import_module(module)
+    tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
+    typed = {
+        a.asname or a.name
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for imp in node.body
+        if isinstance(imp, ast.ImportFrom)
+        for a in imp.names
+    }
+    assert typed == set(mod._LAZY) == set(mod.__all__) == set(dir(mod))
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None

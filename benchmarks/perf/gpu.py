@@ -192,21 +192,28 @@ def again_case(n: int, dev: torch.device, repeats: int) -> dict[str, Any]:
                constant_stage=model.stage_runs)
 
 
+def _weight_and_bias(conv: Any) -> tuple[Tensor, Tensor]:
+    """A SentenceConv's support weights and bias (both present for the layers timed here)."""
+    assert isinstance(conv.weight, Tensor) and isinstance(conv.bias, Tensor)
+    return conv.weight, conv.bias
+
+
 def conv_ia_case(name: str, edges: Tensor, n: int, vec: Tensor, dev: torch.device,
                  repeats: int) -> dict[str, Any]:
     from matlang.nn import SentenceConv
 
     x = torch.randn(n, D, device=dev, requires_grad=True)
     ours = SentenceConv(D, D, ["I", "A"]).to(dev)
+    weight, bias = _weight_and_bias(ours)
     with torch.no_grad():
-        ours.bias.normal_()
+        bias.normal_()
     try:
         from torch_geometric.nn import GraphConv
     except ImportError:
         peer_name = "GraphConv's maths in torch (PyG not installed)"
         a = csr(edges, n)
-        w = ours.weight.detach().clone().requires_grad_(True)
-        b = ours.bias.detach().clone().requires_grad_(True)
+        w = weight.detach().clone().requires_grad_(True)
+        b = bias.detach().clone().requires_grad_(True)
 
         def peer_fn() -> Tensor:
             return x @ w[0] + torch.sparse.mm(a, x @ w[1]) + b
@@ -215,9 +222,9 @@ def conv_ia_case(name: str, edges: Tensor, n: int, vec: Tensor, dev: torch.devic
         peer_name = "PyG GraphConv"
         conv = GraphConv(D, D).to(dev)
         with torch.no_grad():
-            conv.lin_root.weight.copy_(ours.weight[0].T)
-            conv.lin_rel.weight.copy_(ours.weight[1].T)
-            conv.lin_rel.bias.copy_(ours.bias)
+            conv.lin_root.weight.copy_(weight[0].T)
+            conv.lin_rel.weight.copy_(weight[1].T)
+            conv.lin_rel.bias.copy_(bias)
 
         def peer_fn() -> Tensor:
             return conv(x, edges)
@@ -235,11 +242,12 @@ def conv_l3_cases(tag: str, edges: Tensor, n: int, dev: torch.device,
 
     x = torch.randn(n, D, device=dev, requires_grad=True)
     ours = SentenceConv(D, D, ["I", "A", "A ⊙ A²"]).to(dev)
+    weight, bias = _weight_and_bias(ours)
     a = csr(edges, n)
     bvals = a_hadamard_a2(edges, n)
     bmat = csr(edges, n, bvals)
-    w = ours.weight.detach().clone().requires_grad_(True)
-    b = ours.bias.detach().clone().requires_grad_(True)
+    w = weight.detach().clone().requires_grad_(True)
+    b = bias.detach().clone().requires_grad_(True)
 
     def precomputed() -> Tensor:
         return x @ w[0] + torch.sparse.mm(a, x @ w[1]) + torch.sparse.mm(bmat, x @ w[2]) + b
