@@ -109,9 +109,8 @@ PAPER_MATRICES = {
         "1001000000111010",
     ],
 }
-SHARED_PAIRS = (
-    Path(__file__).resolve().parents[3] / "shared" / "data" / "paper_pairs" / "paper_pairs.g6"
-)
+#: The paper's pairs as shipped in the repository's data folder.
+SHARED_PAIRS = Path(__file__).resolve().parents[2] / "data" / "paper_pairs" / "paper_pairs.g6"
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_MATRICES))
@@ -138,7 +137,6 @@ def test_paper_pairs() -> None:
 
 
 @pytest.mark.data
-@pytest.mark.skipif(not SHARED_PAIRS.exists(), reason="shared data folder not present")
 def test_shared_data_file_holds_the_same_graphs() -> None:
     graphs = read_graph6(SHARED_PAIRS, names=list(PAPER_GRAPH6))
     assert [g.name for g in graphs] == list(PAPER_GRAPH6)
