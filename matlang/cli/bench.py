@@ -346,6 +346,12 @@ def _output(p: argparse.ArgumentParser) -> None:
         help="replace a result file that exists (never replaced otherwise)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write into results/ from a tree with uncommitted changes (the file records the "
+        "diff's hash and the report marks its cells); refused otherwise",
+    )
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
 
 

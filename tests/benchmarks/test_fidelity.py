@@ -290,3 +290,22 @@ def test_brec_table_splits_exact_rows_from_trained_models() -> None:
     assert "| gnnml3 | 60 | 50 | 100 | 3 | 213 |" in trained
     assert "| PPGN (published) | 60 | 50 | 100 | 23 | 233 | |" in trained
     assert sum(PUBLISHED["PPGN"][c] or 0 for c in ("Basic", "Regular", "Extension", "CFI")) == 233
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "count", "--task", "triangle", "--model", "gin"],
+        ["bench", "tu", "--dataset", "mutag", "--model", "gin"],
+        ["bench", "brec", "--model", "1-wl"],
+        ["bench", "iso", "--dataset", "sr25", "--model", "gin"],
+    ],
+)
+def test_every_bench_takes_allow_dirty(argv: list[str]) -> None:
+    """The escape hatch check_clean_tree reads is on the command line of every bench that
+    writes a result file, off unless given."""
+    from matlang.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(argv).allow_dirty is False
+    assert parser.parse_args([*argv, "--allow-dirty"]).allow_dirty is True
