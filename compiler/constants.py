@@ -216,8 +216,44 @@ class ConstantStage:
         assert m is not None
         return regs[m]
 
+    def _kernel_op(self, kern: Any, st: Step, a: list[Any], regs: dict[int, Any]) -> Any:
+        """The plan ops that are one call of the kernels' interface, shared by this stage
+        (GraphBLAS :class:`Kernels`) and its torch twin (``TorchKernels``); ``NotImplemented``
+        for the ops each stage computes itself."""
+        op = st.op
+        if op == "compose":
+            return kern.compose(a[0], a[1])
+        if op == "union":
+            return kern.union(a[0], a[1])
+        if op == "flip":
+            return a[0].flip()
+        if op == "eye":
+            return kern.eye(a[0])
+        if op == "lookup":
+            return kern.lookup(self._mask(regs, st.args[0]), a[0], a[1])
+        if op == "transpose":
+            return a[0]  # the same numbers on the flipped mask
+        if op == "propagate":
+            return kern.propagate(a[0], a[1], a[2], bool(st.attr("transpose")))
+        if op == "readout":
+            return kern.readout(a[0])
+        if op == "row_sum":
+            return kern.row_sum(self._mask(regs, st.args[0]), a[0])
+        if op == "diagonal":
+            return kern.diagonal(self._mask(regs, st.args[0]), a[0])
+        if op in ("add", "sub"):
+            return kern.add(a[0], a[1], 1 if op == "add" else -1)
+        if op == "mul":
+            return kern.mul(a[0], a[1])
+        if op == "div":
+            return kern.div(a[0], a[1])
+        return NotImplemented
+
     def _step(self, kern: Kernels, gr: Graphs, k: int, st: Step, regs: dict[int, Any]) -> Any:
         op, a = st.op, [regs[x] for x in st.args]
+        shared = self._kernel_op(kern, st, a, regs)
+        if shared is not NotImplemented:
+            return shared
         n = gr.n
         if op == "edges":
             return Mask.from_sorted_coo(n, gr.rows, gr.cols)
@@ -227,12 +263,6 @@ class ConstantStage:
             return Mask.empty(n)
         if op == "full":
             return Mask.full(gr.ptr)
-        if op == "compose":
-            return kern.compose(a[0], a[1])
-        if op == "union":
-            return kern.union(a[0], a[1])
-        if op == "flip":
-            return a[0].flip()
         if op == "ones":
             return np.array(1, dtype=np.int64)
         if op == "const":
@@ -242,12 +272,6 @@ class ConstantStage:
             return _number(value, True, gr.g)
         if op == "adjacency":
             return np.array(1, dtype=np.int64) if gr.weight is None else gr.weight
-        if op == "eye":
-            return kern.eye(a[0])
-        if op == "lookup":
-            return kern.lookup(self._mask(regs, st.args[0]), a[0], a[1])
-        if op == "transpose":
-            return a[0]  # the same numbers on the flipped mask
         if op == "gather_row":
             return a[0] if is_iso(a[0]) else a[0][a[1].rows]
         if op == "gather_col":
@@ -262,26 +286,10 @@ class ConstantStage:
             return kern.sampled(ma, a[0], mb, a[1], s)
         if op == "broadcast":
             return a[0][gr.node_graph]
-        if op == "propagate":
-            return kern.propagate(a[0], a[1], a[2], bool(st.attr("transpose")))
-        if op == "readout":
-            return kern.readout(a[0])
-        if op == "row_sum":
-            return kern.row_sum(self._mask(regs, st.args[0]), a[0])
-        if op == "diagonal":
-            return kern.diagonal(self._mask(regs, st.args[0]), a[0])
         if op in ("as_edge", "as_node"):
             return np.full(n, a[0]) if is_iso(a[0]) else a[0]
-        if op == "add":
-            return kern.add(a[0], a[1])
-        if op == "sub":
-            return kern.add(a[0], a[1], -1)
-        if op == "mul":
-            return kern.mul(a[0], a[1])
         if op == "neg":
             return np.negative(a[0])
-        if op == "div":
-            return kern.div(a[0], a[1])
         if op == "nonzero":
             zero = np.asarray(a[0] == 0)
             if self.nonfinite == "error" and bool(zero.any()):

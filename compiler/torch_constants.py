@@ -134,6 +134,9 @@ class TorchConstantStage(ConstantStage):
         self, kern: TorchKernels, gr: TorchGraphs, k: int, st: Step, regs: dict[int, Any]
     ) -> Any:
         op, a = st.op, [regs[x] for x in st.args]
+        shared = self._kernel_op(kern, st, a, regs)
+        if shared is not NotImplemented:
+            return shared
         n, dev = gr.n, gr.device
         if op == "edges":
             return TorchMask.from_sorted_coo(n, gr.rows, gr.cols)
@@ -143,12 +146,6 @@ class TorchConstantStage(ConstantStage):
             return TorchMask.empty(n, dev)
         if op == "full":
             return TorchMask.full(gr.ptr, gr.node_graph)
-        if op == "compose":
-            return kern.compose(a[0], a[1])
-        if op == "union":
-            return kern.union(a[0], a[1])
-        if op == "flip":
-            return a[0].flip()
         if op == "ones":
             return iso(1)
         if op == "const":
@@ -158,12 +155,6 @@ class TorchConstantStage(ConstantStage):
             return _number(value, gr)
         if op == "adjacency":
             return iso(1) if gr.weight is None else gr.weight
-        if op == "eye":
-            return kern.eye(a[0])
-        if op == "lookup":
-            return kern.lookup(self._mask(regs, st.args[0]), a[0], a[1])
-        if op == "transpose":
-            return a[0]
         if op == "gather_row":
             return a[0] if is_iso(a[0]) else a[0].index_select(0, a[1].rows)
         if op == "gather_col":
@@ -175,26 +166,10 @@ class TorchConstantStage(ConstantStage):
             return kern.sampled(ma, a[0], mb, a[1], a[2])
         if op == "broadcast":
             return a[0].index_select(0, gr.node_graph)
-        if op == "propagate":
-            return kern.propagate(a[0], a[1], a[2], bool(st.attr("transpose")))
-        if op == "readout":
-            return kern.readout(a[0])
-        if op == "row_sum":
-            return kern.row_sum(self._mask(regs, st.args[0]), a[0])
-        if op == "diagonal":
-            return kern.diagonal(self._mask(regs, st.args[0]), a[0])
         if op in ("as_edge", "as_node"):
             return a[0].expand(n).to(dev) if is_iso(a[0]) else a[0]
-        if op == "add":
-            return kern.add(a[0], a[1])
-        if op == "sub":
-            return kern.add(a[0], a[1], -1)
-        if op == "mul":
-            return kern.mul(a[0], a[1])
         if op == "neg":
             return torch.neg(a[0])
-        if op == "div":
-            return kern.div(a[0], a[1])
         if op == "nonzero":
             zero = a[0] == 0
             if self.nonfinite == "error" and bool(zero.any()):
