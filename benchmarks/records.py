@@ -116,6 +116,15 @@ def versions() -> dict[str, str]:
     }
 
 
+def task_file_name(task: str) -> str:
+    """The task as a result file names it (``pattern:C5`` → ``pattern-C5``; others as given)."""
+    prefix = "pattern:"
+    if not task.startswith(prefix):
+        return task
+    safe = "".join(c if c.isalnum() or c in "_" else "_" for c in task[len(prefix) :])
+    return f"pattern-{safe}"
+
+
 def result_name(
     bench: str, dataset: str, task: str | None, model: str, variant: str | None = None
 ) -> str:
@@ -123,7 +132,8 @@ def result_name(
     is the bench itself: ``brec-3-wl.json``); a variant (``limit100``, ``sentence-<hash>``)
     names a run that is not the protocol's full run, so that it never takes the full run's
     file."""
-    parts = [bench] + ([dataset] if dataset != bench else []) + ([task] if task else []) + [model]
+    parts = [bench] + ([dataset] if dataset != bench else [])
+    parts += ([task_file_name(task)] if task else []) + [model]
     return "-".join(parts) + (f".{variant}" if variant else "") + ".json"
 
 

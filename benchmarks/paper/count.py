@@ -38,6 +38,7 @@ from benchmarks.paper.train import (
     run_seeds,
     squared_error,
 )
+from benchmarks.records import task_file_name
 from matlang.errors import DataError, MatlangError
 
 #: Counting targets as sentences (the authors' ``GraphCountDataset`` formulas, paper App. B).
@@ -63,19 +64,14 @@ def pattern_name(task: str) -> str | None:
     return task[len(PATTERN_PREFIX) :] if task.startswith(PATTERN_PREFIX) else None
 
 
-def task_file_name(task: str) -> str:
-    """The task as a result file names it (``pattern:C5`` → ``pattern-C5``)."""
-    name = pattern_name(task)
-    if name is None:
-        return task
-    safe = "".join(c if c.isalnum() or c in "_" else "_" for c in name)
-    return f"pattern-{safe}"
-
-
 def pattern_task(task: str) -> dict[str, Any]:
     """A ``pattern:NAME`` task: the pattern's exact counting program (labels), its rooted
     program (the ``sentence`` model's supports), the theory's level, and the pattern's graph6.
-    A pattern that no MATLANG sentence counts (fragment "none") is an error naming why."""
+
+    A pattern that no MATLANG sentence counts (fragment "none", e.g. K4: a quotient of
+    treewidth 3) has ``sentence`` None and theory ``"no"``: its labels are the exact count by
+    the spasm (:func:`matlang.spasm.sub_count`), and only models that need no sentence train
+    on it."""
     from matlang.patterns import pattern
 
     name = pattern_name(task)
@@ -84,10 +80,14 @@ def pattern_task(task: str) -> dict[str, Any]:
         raise MatlangError("--task pattern:NAME needs a pattern (C5, K4, house, 0-1 1-2 2-0 …)")
     res = pattern(name, witness=False)
     if res.sentence is None:
-        raise MatlangError(
-            f"task {task!r}: no MATLANG sentence counts this pattern ({res.reason}); "
-            "its labels would need a count beyond 3-WL"
-        )
+        return {
+            "pattern": res.graph6,
+            "sentence": None,
+            "rooted_sentence": None,
+            "fragment": res.fragment,
+            "theory": "no",
+            "reason": res.reason,
+        }
     rooted = pattern(name, rooted=True, witness=False)
     theory = {"L1": "1-WL", "L2": "L2", "L3": "3-WL"}[res.fragment]
     return {
@@ -98,6 +98,43 @@ def pattern_task(task: str) -> dict[str, Any]:
         "theory": theory,
         "reason": res.reason,
     }
+
+
+def check_pattern_model(task: str, model: str, sentence: str | None = None) -> None:
+    """A model that is built from the task's sentence (``compiled``, ``compiled-random``,
+    ``sentence``) cannot train on a pattern that no sentence counts: an error saying why."""
+    from benchmarks.paper.models import COMPILED
+
+    if sentence is not None or pattern_name(task) is None:
+        return
+    if model.lower() not in (*COMPILED, "sentence"):
+        return
+    theory = pattern_task(task)
+    if theory["sentence"] is None:
+        raise MatlangError(
+            f"--model {model} is built from the pattern's counting sentence, and no MATLANG "
+            f"sentence counts {pattern_name(task)} ({theory['reason']}); train a reference "
+            "model on it (its labels are the spasm's exact count)"
+        )
+
+
+def pattern_counts(task: str, graphs: Sequence[Any], *, progress: bool = False) -> np.ndarray:
+    """Exact subgraph counts of a ``pattern:NAME`` task's pattern on ``graphs``, by the spasm's
+    homomorphism counts (variable elimination on numpy, independent of the MATLANG evaluator):
+    the labels of a pattern that no sentence counts."""
+    from matlang.patterns import read_pattern
+    from matlang.spasm import sub_count
+
+    name = pattern_name(task)
+    assert name is not None
+    small, _ = read_pattern(name)
+    out = []
+    for g in tqdm(graphs, desc=f"targets {task}", disable=not progress, leave=False):
+        c = sub_count(small, np.asarray(g.adjacency))
+        if c.denominator != 1:  # a Möbius sum is an integer on every graph
+            raise DataError(f"task {task!r}: non-integer count {c} on graph {g.label()}")
+        out.append(float(c))
+    return np.asarray(out, dtype=np.float64)
 
 
 def pattern_supports(rooted_sentence: str, graphs: Sequence[Any], limit: int = 4) -> list[str]:
@@ -200,7 +237,7 @@ class CountTargets:
     """Exact targets of one task, their normalisation, and how a file's labels compare."""
 
     task: str
-    sentence: str
+    sentence: str | None  # None: a pattern no sentence counts (labels by the spasm)
     values: np.ndarray  # exact values as float64, one per graph
     scale: float  # the targets are values / scale (unit standard deviation)
     file_label: str | None
@@ -220,6 +257,9 @@ def count_targets(
 
     if sentence is None and pattern_name(task) is not None:
         sentence = pattern_task(task)["sentence"]
+        if sentence is None:  # no sentence counts it: the spasm's exact count
+            values = pattern_counts(task, data.graphs, progress=progress)
+            return _targets(task, None, values, data)
     if sentence is None:
         if task not in COUNT_SENTENCES:
             raise MatlangError(
@@ -238,6 +278,13 @@ def count_targets(
             for g in tqdm(data.graphs, desc=f"targets {task}", disable=not progress, leave=False)
         ]
     )
+    return _targets(task, sentence, values, data)
+
+
+def _targets(
+    task: str, sentence: str | None, values: np.ndarray, data: CountingData
+) -> CountTargets:
+    """Check exact ``values`` (finite, not constant), normalise them, compare a file label."""
     if not np.isfinite(values).all():
         raise DataError(f"task {task!r}: the sentence is not finite on some graph")
     scale = float(np.std(values, ddof=1)) if values.size > 1 else 1.0
@@ -293,6 +340,7 @@ def count_test(
     (:mod:`benchmarks.paper.stacked`, GNNML3 only), ``on_seed`` after every group.
     """
     check_limit(limit)
+    check_pattern_model(task, model, sentence)
     targets = count_targets(data, task, sentence, progress=progress)
     graphs = counting_features(data.graphs)
     y = torch.tensor(targets.values / targets.scale, dtype=torch.float32).reshape(-1, 1)
@@ -447,6 +495,7 @@ def bench(args: argparse.Namespace) -> int:
     stack = getattr(args, "stack_seeds", 1)
     if stack > 1 and (getattr(args, "nproc", 1) > 1 or from_environment() is not None):
         raise MatlangError("--stack-seeds trains in one process: drop --nproc (or torchrun)")
+    check_pattern_model(args.task, args.model, args.sentence)  # before any data is loaded
     seeds = start(args)
     layers = protocol.conv_layers if args.layers is None else args.layers
     reduction = args.loss
@@ -500,7 +549,11 @@ def bench(args: argparse.Namespace) -> int:
             ],
             "targets": {
                 "sentence": t.sentence,
-                "evaluator": "matlang.evaluator (exact)",
+                "evaluator": (
+                    "matlang.evaluator (exact)"
+                    if t.sentence is not None
+                    else "matlang.spasm.sub_count (exact: the spasm's homomorphism counts)"
+                ),
                 "scale": t.scale,
                 "normalisation": "values / std (ddof=1) over all graphs",
                 "mean": float(t.values.mean()),
@@ -575,10 +628,12 @@ __all__ = [
     "CountResult",
     "CountTargets",
     "bench",
+    "check_pattern_model",
     "count_targets",
     "count_test",
     "model_options",
     "parse_option",
+    "pattern_counts",
     "pattern_name",
     "pattern_supports",
     "pattern_task",

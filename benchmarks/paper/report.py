@@ -486,6 +486,7 @@ def render(
     if "table3" in plots:
         out += [f"![Table 3]({plots['table3']})", ""]
     out += _table4_section(results)
+    out += _beyond_section(results)
     out += _brec_section(results)
     out += _tu_section(results)
     out += not_reproduced(results)
@@ -639,6 +640,87 @@ def not_reproduced(results: Sequence[Result]) -> list[str]:
     return out
 
 
+#: Column order of the counting-beyond-the-paper table (other patterns follow, sorted).
+BEYOND_PATTERNS: tuple[str, ...] = ("P4", "diamond", "C5", "C6", "C7", "K4")
+
+#: What each level of the theory column means for a model row.
+BEYOND_THEORY = {
+    "1-WL": "1-WL (L1): every model here can count it",
+    "L2": "L2 (trace): beyond 1-WL, within 3-WL",
+    "3-WL": "3-WL (L3): needs ⊙; 1-WL models cannot",
+    "no": "no: beyond 3-WL (a spasm quotient of treewidth ≥ 3); no model here can",
+}
+
+
+def beyond_table(results: Sequence[Result]) -> tuple[str, list[Result]]:
+    """Markdown for counting patterns beyond the paper (``bench count --task pattern:NAME``):
+    median test MSE per model and pattern, under a row with the theory's level per pattern."""
+    rs = [
+        r
+        for r in results
+        if r.bench == "count" and str(r.data.get("task", "")).startswith("pattern:")
+    ]
+    used: list[Result] = []
+    if not rs:
+        return "", used
+    names = {str(r.data["task"])[len("pattern:") :] for r in rs}
+    cols = [p for p in BEYOND_PATTERNS if p in names] + sorted(names - set(BEYOND_PATTERNS))
+    theory: dict[str, str] = {}
+    datasets: dict[str, set[str]] = {}
+    for r in rs:
+        name = str(r.data["task"])[len("pattern:") :]
+        theory.setdefault(name, str(r.data.get("pattern", {}).get("theory", "–")))
+        datasets.setdefault(name, set()).add(str(r.data.get("dataset")))
+    lines = [
+        "| Model | " + " | ".join(f"`{c}`" for c in cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+        "| *countable by* | " + " | ".join(f"*{theory[c]}*" for c in cols) + " |",
+    ]
+    models = [m for m in (*MODEL_ORDER, "sentence") if any(r.model == m for r in rs)]
+    models += sorted({r.model for r in rs} - set(models))
+    for m in models:
+        cells = []
+        for c in cols:
+            r = _find(rs, "count", m, task=f"pattern:{c}")
+            if r:
+                used.append(r)
+                cells.append(_marked(_sci(r.data["median_test_mse"]), r.data))
+            elif theory.get(c) == "no" and m in ("compiled", "compiled-random", "sentence"):
+                cells.append("n/a (no sentence)")
+            else:
+                cells.append("–")
+        lines.append(f"| {MODEL_LABEL.get(m, m)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines), used
+
+
+def _beyond_section(results: Sequence[Result]) -> list[str]:
+    """The counting-beyond-the-paper table with its legend and the runs' notes."""
+    md, used = beyond_table(results)
+    out = ["## Counting beyond the paper: patterns → sentences (median test MSE)", ""]
+    if not md:
+        return [*out, "_No result files for this table yet._", ""]
+    sets = sorted({str(r.data.get("dataset")) for r in used})
+    out += [
+        "Labels: the pattern's exact subgraph count (`matlang pattern NAME`: its counting "
+        "sentence on the dense evaluator; for a pattern no sentence counts, the spasm's exact "
+        "count), normalised to unit standard deviation, on "
+        + ", ".join(f"`{d}`" for d in sets)
+        + " (Table 2's graphs and splits). There is no paper protocol for these tasks: the "
+        "cells' notes say the epochs, batch and seeds that ran. The row *countable by* is the "
+        "theory (the spasm's treewidth, Dell, Grohe and Rattan 2018): "
+        + "; ".join(f"**{k}** {v}" for k, v in BEYOND_THEORY.items())
+        + ". `compiled` is exact at initialisation (the sentence compiled); `compiled-random` "
+        "learns the same sentence's weights from a random start; `sentence` is SentenceGNN "
+        "whose supports are the pattern's rooted sentence's masked matrices.",
+        "",
+        md,
+        "",
+        _notes(used),
+        "",
+    ]
+    return out
+
+
 def _brec_section(results: Sequence[Result]) -> list[str]:
     """BREC (beyond the paper): WL rows, sentence banks and RPC-trained models per category."""
     from benchmarks.paper.brec import table
@@ -701,6 +783,7 @@ __all__ = [
     "PAPER_TABLE2",
     "PAPER_TABLE3",
     "Result",
+    "beyond_table",
     "load_results",
     "render",
     "table2_variant_rows",

@@ -36,9 +36,19 @@ def test_pattern_targets_are_brute_force_counts(name: str) -> None:
     assert t.sentence.startswith("let H1 = ")
 
 
-def test_uncountable_patterns_are_refused_with_the_reason() -> None:
-    with pytest.raises(MatlangError, match="no MATLANG sentence counts this pattern"):
-        count_targets(counting_data(6), "pattern:K4")
+def test_uncountable_pattern_labels_are_exact_counts_and_sentence_models_refused() -> None:
+    # K4: no MATLANG sentence counts it; its labels are the spasm's exact count (= brute force)
+    data = counting_data(9, nodes=9, p=0.6)
+    t = count_targets(data, "pattern:K4")
+    k4 = read_pattern("K4")[0]
+    expected = [brute_sub(k4, g.adjacency) for g in data.graphs]
+    assert t.values.tolist() == expected and max(expected) > 0 and t.sentence is None
+    assert pattern_task("pattern:K4")["theory"] == "no"
+    for model in ("compiled", "compiled-random", "sentence"):
+        with pytest.raises(MatlangError, match="no MATLANG sentence counts K4.*treewidth 3"):
+            count_test(data, "pattern:K4", model, seeds=[0], train=ONE_EPOCH)
+    res = count_test(data, "pattern:K4", "gin", seeds=[0], train=ONE_EPOCH)
+    assert np.isfinite(res.median_test_mse)
 
 
 def test_pattern_task_records_the_theory() -> None:
@@ -85,3 +95,29 @@ def test_bench_count_pattern_command_writes_its_file(
     with pytest.raises(SystemExit):
         main(["bench", "count", "--task", "pentagon", "--model", "gin"])
     assert "pattern:NAME" in capsys.readouterr().err
+
+
+def test_report_gets_the_beyond_the_paper_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], small_paperlike: None
+) -> None:
+    from benchmarks.paper.report import load_results, render
+
+    small = ["--dataset", "paperlike", "--epochs", "1", "--seeds", "1", "--no-progress"]
+    for task, model in (("pattern:C5", "compiled"), ("pattern:K4", "gin")):
+        argv = ["bench", "count", "--task", task, "--model", model, *small, "--out", str(tmp_path)]
+        assert main([*argv, "--allow-dirty"]) == 0
+    capsys.readouterr()
+    results = load_results(tmp_path)  # pattern files are read under their own names
+    assert {r.data["task"] for r in results} == {"pattern:C5", "pattern:K4"}
+    text = render(results)
+    section = text[text.index("## Counting beyond the paper") :]
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    assert table[0] == "| Model | `C5` | `K4` |"
+    assert table[2] == "| *countable by* | *L2* | *no* |"
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table[3:]}
+    c5 = json.loads((tmp_path / "count-paperlike-pattern-C5-compiled.json").read_text())
+    assert float(rows["compiled"][0].rstrip("†‡§ ")) == pytest.approx(
+        c5["median_test_mse"], abs=1e-12
+    )
+    assert rows["compiled"][1].startswith("n/a (no sentence)")
+    assert rows[next(k for k in rows if k.lower() == "gin")][0] == "–"
