@@ -2,8 +2,11 @@
 side by side on MUTAG (one of the paper's 10 folds); prints a table of epoch times and
 accuracies.
 
-    python examples/pyg_side_by_side.py                  # 20 epochs, fold 1, CPU
-    python examples/pyg_side_by_side.py --device cuda    # on a GPU when there is one
+    python examples/pyg_side_by_side.py                  # 20 epochs, fold 1, CPU and GPU
+    python examples/pyg_side_by_side.py --devices cpu    # the CPU column only
+
+The table has a column of epoch times per device: the CPU, and the GPU when CUDA is available
+(otherwise the table says "no CUDA device here"); accuracies are those of the first device.
 
 Every model is the same architecture — 3 convolutions of width 32 with ReLU, a sum of every
 layer's output per graph (as GIN's readout), a two-layer MLP head — and every convolution is
@@ -93,29 +96,13 @@ def _accuracy(model: nn.Module, loader: Any, device: torch.device) -> float:
     return right / max(total, 1)
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--fold", type=int, default=1, help="1..10")
-    p.add_argument("--hidden", type=int, default=32)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (cuda when available)")
-    p.add_argument("--max-graphs", type=int, default=None, help="a subset, for a quick run")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+def _train(
+    args: argparse.Namespace, device: torch.device, train: list[Any], test: list[Any], d: int,
+    classes: int,
+) -> list[dict[str, Any]]:
+    """Every model of :data:`CONVS` trained on ``device``: one row each."""
     from torch_geometric.loader import DataLoader
 
-    device = torch.device(
-        args.device if args.device != "cuda" or torch.cuda.is_available() else "cpu"
-    )
-    tu = load_tu("mutag")
-    data = [graph_to_data(g, int(y)) for g, y in zip(tu.graphs, tu.y)]
-    train_idx, test_idx = (list(map(int, ix)) for ix in tu.folds[args.fold - 1])
-    if args.max_graphs is not None:
-        train_idx, test_idx = train_idx[: args.max_graphs], test_idx[: args.max_graphs]
-    train = [data[i] for i in train_idx]
-    test = [data[i] for i in test_idx]
-    d, classes = int(data[0].x.shape[1]), int(max(tu.y)) + 1
     rows = []
     for name, make in CONVS.items():
         torch.manual_seed(args.seed)
@@ -147,19 +134,65 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 "test_acc": _accuracy(model, DataLoader(test, batch_size=64), device),
             }
         )
+    return rows
+
+
+#: what the table says for a device that is not here
+NO_CUDA = "no CUDA device here"
+
+
+def table(results: dict[str, list[dict[str, Any]] | str]) -> str:
+    """The side-by-side table: one row per model, an ``epoch s`` and a ``1st ep s`` column per
+    device (``results``: device name → its rows, or a note such as :data:`NO_CUDA` for a
+    device that did not run), then the first device's accuracies."""
+    ran = {dev: rows for dev, rows in results.items() if not isinstance(rows, str)}
+    first = next(iter(ran.values()), [])
+    head = f"{'model':30s} {'params':>7s}"
+    for dev in ran:
+        head += f" {dev + ' epoch s':>14s} {dev + ' 1st ep s':>14s}"
+    lines = [head + f" {'train':>6s} {'test':>6s}"]
+    for i, r in enumerate(first):
+        line = f"{r['model']:30s} {r['parameters']:7d}"
+        for rows in ran.values():
+            line += f" {rows[i]['epoch_s']:14.3f} {rows[i]['first_epoch_s']:14.3f}"
+        lines.append(line + f" {r['train_acc']:6.3f} {r['test_acc']:6.3f}")
+    lines += [f"{dev}: {note}" for dev, note in results.items() if isinstance(note, str)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Train every model on every device, print the table; returns the first device's rows."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--fold", type=int, default=1, help="1..10")
+    p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--devices", default="cpu,cuda", help="comma-separated: cpu, cuda")
+    p.add_argument("--max-graphs", type=int, default=None, help="a subset, for a quick run")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    tu = load_tu("mutag")
+    data = [graph_to_data(g, int(y)) for g, y in zip(tu.graphs, tu.y)]
+    train_idx, test_idx = (list(map(int, ix)) for ix in tu.folds[args.fold - 1])
+    if args.max_graphs is not None:
+        train_idx, test_idx = train_idx[: args.max_graphs], test_idx[: args.max_graphs]
+    train = [data[i] for i in train_idx]
+    test = [data[i] for i in test_idx]
+    d, classes = int(data[0].x.shape[1]), int(max(tu.y)) + 1
+    results: dict[str, list[dict[str, Any]] | str] = {}
+    for dev in args.devices.split(","):
+        if dev == "cuda" and not torch.cuda.is_available():
+            results[dev] = NO_CUDA
+        elif dev in ("cpu", "cuda"):
+            results[dev] = _train(args, torch.device(dev), train, test, d, classes)
+        else:
+            raise SystemExit(f"--devices: unknown device {dev!r} (cpu or cuda)")
     print(
         f"MUTAG fold {args.fold}, {args.epochs} epochs, {len(train)} train / {len(test)} test "
-        f"graphs, device {device}, torch threads {torch.get_num_threads()}"
+        f"graphs, torch threads {torch.get_num_threads()}"
     )
-    print(
-        f"{'model':30s} {'params':>7s} {'epoch s':>8s} {'1st ep s':>8s} {'train':>6s} {'test':>6s}"
-    )
-    for r in rows:
-        print(
-            f"{r['model']:30s} {r['parameters']:7d} {r['epoch_s']:8.3f} {r['first_epoch_s']:8.3f} "
-            f"{r['train_acc']:6.3f} {r['test_acc']:6.3f}"
-        )
-    return rows
+    print(table(results))
+    return next((r for r in results.values() if not isinstance(r, str)), [])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from matlang.compiler.layers.explain import (
+    MessagePassingBase,
+    explain_weight,
+    nonlinear_reason,
+    refuse_tracing,
+)
 from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
@@ -44,7 +50,7 @@ def _glorot(p: Tensor) -> None:
         p.uniform_(-bound, bound)
 
 
-class SentenceConv(nn.Module):
+class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     r"""A graph convolution built from MATLANG sentences, the pattern of GNNML1 and GNNML3 in
     Balcilar et al., `"Breaking the Limits of Message Passing Graph Neural Networks"
     <https://arxiv.org/abs/2106.04319>`_ (ICML 2021), Eq. 3 and Eq. 8.
@@ -104,7 +110,19 @@ class SentenceConv(nn.Module):
     a ``torch_sparse.SparseTensor`` (``adj_t[i, j]``: the edge ``j → i``), ``conv(data)``.
     ``in_channels=-1`` is inferred from the first call (as PyG's lazy layers: run one batch
     before building the optimizer). ``float16``/``bfloat16`` are computed in float32 and returned
-    in their dtype. ``torch.jit.script`` is refused: use ``torch.compile``.
+    in their dtype. ``torch.jit.script`` and ``torch.fx.symbolic_trace`` are refused: use
+    ``torch.compile``.
+
+    **PyG's explainers and** ``to_hetero``. With PyG installed the layer is a
+    ``MessagePassing`` (no ``propagate``: the sentences compute the messages), so
+    ``torch_geometric.explain.Explainer`` (``GNNExplainer``, ``edge_mask_type="object"``) finds
+    it: its edge mask (``sigmoid`` applied as PyG does) is a per-edge weight on ``A``, the rule
+    of ``edge_weight=`` (multiplied with it when both are given), averaged over each edge's two
+    directions (A is symmetric), and gets gradients. Only a layer whose sentences are all linear
+    in ``A`` (``A``, ``L``, ``A + I``, ``input h; A h``) scales each edge's message by its mask
+    as PyG's explainers assume; any other (``A ⊙ A²``) refuses the mask, naming the sentence.
+    ``to_hetero`` and ``HeteroConv`` work for edge types whose source and destination node
+    types are the same; a bipartite edge type (a rectangular A) is refused.
 
     Shapes:
         - **input:** node features :math:`(N, d)`, edge indices :math:`(2, E)`, batch vector
@@ -126,7 +144,10 @@ class SentenceConv(nn.Module):
         normalize: str | None = None,
         self_loops: str = "error",
     ) -> None:
-        super().__init__()
+        if MessagePassingBase is nn.Module:
+            super().__init__()
+        else:  # PyG's MessagePassing: no aggregation module of its own (print(conv) unchanged)
+            super().__init__(aggr=None)
         if (in_channels < 1 and in_channels != -1) or out_channels < 1:
             raise MatlangError(
                 f"in_channels and out_channels must be positive (in_channels -1: inferred), got "
@@ -211,6 +232,9 @@ class SentenceConv(nn.Module):
             self._materialise(int(w.shape[-2]), w)
         super()._load_from_state_dict(state_dict, prefix, *args)
 
+    #: ``print(conv)`` shows the sentences (``MessagePassing`` would print only the widths)
+    __repr__ = nn.Module.__repr__
+
     def __prepare_scriptable__(self) -> nn.Module:
         raise MatlangError(
             "SentenceConv cannot be scripted with torch.jit.script (its graph constants are "
@@ -220,7 +244,10 @@ class SentenceConv(nn.Module):
 
     # -- parameters -------------------------------------------------------------------------
     def reset_parameters(self) -> None:
-        """Glorot weights and a zero bias, or the identity solution (see the class doc)."""
+        """Glorot weights and a zero bias, or the identity solution (see the class doc). A lazy
+        layer (``in_channels=-1``) not yet called is initialised on its first call."""
+        if self.in_channels < 0:
+            return
         d, out = self.in_channels, self.out_channels
         s, k, u = len(self.supports), len(self.channel_sentences), len(self.node_sentences)
         if self.init == "identity":
@@ -268,6 +295,16 @@ class SentenceConv(nn.Module):
         """``(x, edge_index[, batch][, edge_weight])`` or one data object (see the class doc);
         ``batch`` stays the third argument (PyG's ``GraphConv`` takes ``edge_weight`` third:
         pass it by name here)."""
+        refuse_tracing("SentenceConv", x, edge_index, batch, edge_weight)
+        if isinstance(x, (tuple, list)):
+            raise GraphError(
+                "SentenceConv takes one node set (x of shape (N, d)), got a pair (x_src, x_dst): "
+                "a bipartite edge type has a rectangular A, on which sentences such as A² or "
+                "A ⊙ A² are not defined. to_hetero works where every edge type joins a node "
+                "type to itself; otherwise build a HeteroConv with SentenceConv for those edge "
+                "types and a PyG conv (SAGEConv, GraphConv) for the bipartite ones",
+                "x",
+            )
         if isinstance(x, Tensor) and edge_index is not None:
             edge_index, given = adjacency_edges(edge_index, int(x.shape[0]))
             if given is not None and edge_weight is not None:
@@ -292,6 +329,10 @@ class SentenceConv(nn.Module):
             raise MatlangError(f"x has {x.shape[1]} channels, the layer expects {self.in_channels}")
         if edge_weight is not None:
             edge_weight = torch.as_tensor(edge_weight, device=edge_index.device)
+        mask = explain_weight(self, edge_index, int(x.shape[0]))
+        if mask is not None:
+            self._check_explainable()
+            edge_weight = mask if edge_weight is None else edge_weight * mask
         if self.self_loops == "remove":
             edge_index, edge_weight = _drop_loops(edge_index, edge_weight)
         work = torch.float32 if dtype in HALF_DTYPES else dtype
@@ -314,6 +355,20 @@ class SentenceConv(nn.Module):
         if act is not None:
             out = ACTIVATIONS[act](out) if isinstance(act, str) else act(out)
         return out.to(dtype)
+
+    def _check_explainable(self) -> None:
+        """An explainer's edge mask scales each edge's message only where every sentence is
+        linear in ``A`` (see :mod:`compiler.layers.explain`)."""
+        for info in self.sentences:
+            why = nonlinear_reason(info.text)
+            if why is not None:
+                raise MatlangError(
+                    f"SentenceConv cannot take an explainer's edge mask: the {info.kind} "
+                    f"sentence {why}. PyG's explainers scale each edge's message by its mask; "
+                    "here the mask would enter as a product of several edges' masks and the "
+                    "explanation would mean nothing. Explain a layer whose sentences are "
+                    "linear in A (A, L, A + I, input h; A h)"
+                )
 
     def _param_dtype(self) -> torch.dtype:
         for p in self.parameters():

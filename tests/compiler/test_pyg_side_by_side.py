@@ -44,8 +44,14 @@ def test_sentence_conv_i_a_is_graph_conv() -> None:
 
 def test_example_runs_and_prints_its_table(capsys) -> None:
     torch.set_num_threads(1)
-    rows = _load().main(["--epochs", "1", "--max-graphs", "16", "--hidden", "8"])
+    example = _load()
+    rows = example.main(["--epochs", "1", "--max-graphs", "16", "--hidden", "8"])
     out = capsys.readouterr().out
+    assert "cpu epoch s" in out
+    if torch.cuda.is_available():
+        assert "cuda epoch s" in out and example.NO_CUDA not in out
+    else:
+        assert "cuda: no CUDA device here" in out and "cuda epoch s" not in out
     assert [r["model"] for r in rows] == [
         "GraphConv (PyG)",
         "SentenceConv [I, A]",
@@ -57,3 +63,26 @@ def test_example_runs_and_prints_its_table(capsys) -> None:
         assert r["epoch_s"] > 0 and 0.0 <= r["train_acc"] <= 1.0 and 0.0 <= r["test_acc"] <= 1.0
     # the same architecture: GraphConv and SentenceConv [I, A] have the same parameter count
     assert rows[0]["parameters"] == rows[1]["parameters"]
+
+
+def _rows(scale: float) -> list[dict]:
+    return [
+        {"model": name, "parameters": 10 + i, "epoch_s": scale * (i + 1),
+         "first_epoch_s": scale * (i + 2), "train_acc": 0.5, "test_acc": 0.25}
+        for i, name in enumerate(["GraphConv (PyG)", "SentenceConv [I, A]"])
+    ]
+
+
+def test_table_has_a_column_per_device_and_a_note_for_one_not_here() -> None:
+    example = _load()
+    both = example.table({"cpu": _rows(1.0), "cuda": _rows(0.001)}).splitlines()
+    assert both[0].split() == [
+        "model", "params", "cpu", "epoch", "s", "cpu", "1st", "ep", "s",
+        "cuda", "epoch", "s", "cuda", "1st", "ep", "s", "train", "test",
+    ]
+    assert both[2].split()[-6:] == ["2.000", "3.000", "0.002", "0.003", "0.500", "0.250"]
+    assert len(both) == 3
+    alone = example.table({"cpu": _rows(1.0), "cuda": example.NO_CUDA}).splitlines()
+    assert "cuda" not in alone[0] and alone[-1] == "cuda: no CUDA device here"
+    assert alone[1].split()[-4:] == ["1.000", "2.000", "0.500", "0.250"]
+    assert example.table({"cuda": example.NO_CUDA}).splitlines()[-1] == "cuda: no CUDA device here"
