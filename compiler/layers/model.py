@@ -145,6 +145,13 @@ class SentenceGNN(nn.Module):
                 h = torch.relu(self.norms[i](h))
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
+            if any(getattr(c, "explain", None) is True for c in self.convs):
+                # the readout is not a MessagePassing module: the mask would not reach it
+                raise MatlangError(
+                    "SentenceGNN: an explainer's edge mask reaches the sentence layers but not "
+                    f"the graph_sentences readout {self.hparams['graph_sentences']}, whose "
+                    "values would ignore it; explain a model built without graph_sentences"
+                )
             r = self.readout(h, edge_index, batch, num_graphs, edge_weight=edge_weight)
             # counts grow with the graph: a log keeps them on the scale of the features
             pooled.append(torch.sign(r) * torch.log1p(r.abs()))

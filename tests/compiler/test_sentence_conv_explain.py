@@ -247,3 +247,21 @@ def test_bipartite_edge_types_are_refused_and_hetero_conv_mixes_in_a_pyg_conv():
     want = convs[("paper", "cites", "paper")](x["paper"], edges[("paper", "cites", "paper")])
     want = want + convs[("author", "writes", "paper")]((x["author"], x["paper"]), writes)
     torch.testing.assert_close(out["paper"], want)
+
+
+def test_sentence_gnn_with_graph_sentences_refuses_a_mask_its_readout_would_ignore():
+    from matlang.nn import SentenceGNN
+
+    g, d = _graph()
+    batch = torch.zeros(10, dtype=torch.long)
+    linear = SentenceGNN(3, 2, ["I", "A"], hidden=4, layers=2).double()
+    with_readout = SentenceGNN(3, 2, ["I", "A"], hidden=4, layers=2, graph_sentences=["tr(A³)"])
+    with_readout = with_readout.double()
+    mask = torch.zeros(d.edge_index.shape[1], dtype=torch.float64)
+    set_masks(linear, mask, d.edge_index)
+    assert linear(d.x, d.edge_index, batch).shape == (1, 2)  # the convs take the mask
+    set_masks(with_readout, mask, d.edge_index)
+    with pytest.raises(MatlangError, match=r"graph_sentences readout \['tr\(A³\)'\]"):
+        with_readout(d.x, d.edge_index, batch)
+    clear_masks(with_readout)
+    assert with_readout(d.x, d.edge_index, batch).shape == (1, 2)
