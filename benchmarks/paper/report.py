@@ -507,12 +507,12 @@ def _tu_section(results: Sequence[Result]) -> list[str]:
 
 def _table4_section(results: Sequence[Result]) -> list[str]:
     """Table 4 (ZINC-12K MAE, MNIST-75 accuracy): ours where run, the paper's always."""
-    from benchmarks.paper.table4 import PAPER_TABLE4
+    from benchmarks.paper.table4_protocols import PAPER_TABLE4
 
     out = [
         "## Table 4: ZINC-12K (test MAE) and MNIST-75 (test accuracy)",
         "",
-        "Code path: `python -m benchmarks.paper.table4 zinc|mnist75 --model M` "
+        "Code path: `matlang bench zinc|mnist75 --model M` "
         "(benchmarks/paper/table4.py: PyG's `ZINC(subset=True)` and `MNISTSuperpixels`, the "
         "authors' splits, batch 64, 400 / 3,000 epochs). **Data not available here**: PyG "
         "downloads the data on a user's machine; this machine cannot reach it, so no cell "

@@ -1,5 +1,5 @@
-"""``matlang bench iso|count|exp-classify|filter|tu|brec|perf|merge``: the arguments, then the
-protocol.
+"""``matlang bench iso|count|exp-classify|filter|tu|zinc|mnist75|brec|perf|merge``: the
+arguments, then the protocol.
 
 Each protocol lives in ``benchmarks/paper/<protocol>.py`` (its ``bench(args)`` runs it, builds
 the result record and writes it through :class:`benchmarks.records.ResultFile`). Every bench
@@ -37,11 +37,13 @@ def register(sub: Any) -> None:
     from matlang.cli.common import add_missing_benchmarks, benchmarks_installed
 
     if not benchmarks_installed():
-        add_missing_benchmarks(sub, "bench", "run the paper's experiments (Tables 1-3)")
+        add_missing_benchmarks(
+            sub, "bench", "run the paper's experiments (Tables 1-4, the TU appendix, BREC)"
+        )
         return
     b = sub.add_parser(
         "bench",
-        help="run the paper's experiments (Tables 1-3)",
+        help="run the paper's experiments (Tables 1-4, the TU appendix, BREC)",
         description="Run one of the paper's experiments; results go to results/*.json.",
     )
     bsub = b.add_subparsers(dest="bench", metavar="BENCH")
@@ -181,6 +183,15 @@ def register(sub: Any) -> None:
     )
     # the parser itself, so that Ctrl-C can print the command that resumes the run
     tu.set_defaults(func=_protocol("tu"), command_parser=tu)
+
+    # Table 4: the options from the torch-free table4_protocols; table4 (torch) only runs them
+    from benchmarks.paper.table4_protocols import HELP as TABLE4_HELP
+    from benchmarks.paper.table4_protocols import add_arguments as table4_arguments
+
+    for dataset, line in TABLE4_HELP.items():
+        t4 = bsub.add_parser(dataset, help=line, description=line + ".")
+        table4_arguments(t4, dataset)
+        t4.set_defaults(func=_protocol("table4"))
 
     from benchmarks.__main__ import add_arguments as perf_arguments
 
