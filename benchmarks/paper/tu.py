@@ -114,9 +114,13 @@ class TUSettings:
 
 
 def model_choices() -> list[str]:
+    """The reference models, their named variants (``gnnml3-adjacency``: the classification
+    protocol's configuration with the variant's fields) and the sentence models."""
     from matlang.runtime.models import model_names
 
-    return [*model_names(), *SENTENCE_MODELS]
+    from benchmarks.paper.model_variants import MODEL_VARIANTS
+
+    return [*model_names(), *MODEL_VARIANTS, *SENTENCE_MODELS]
 
 
 def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) -> list[Graph]:

@@ -331,23 +331,26 @@ def _missing(p: argparse.ArgumentParser) -> int:
 
 #: ``--model`` of the training benches (iso, count, exp-classify, filter).
 MODELS = (
-    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3) or "
-    "a compiled one (compiled, compiled-random)"
+    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
+    "a variant of one ({variants}) or a compiled one (compiled, compiled-random)"
 )
 #: ``--model`` of ``bench tu``: no compiled model (a TU label is no sentence), two built from
 #: sentences (benchmarks.paper.tu.SENTENCE_MODELS).
 TU_MODELS = (
     "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
-    "sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or gin+features (GIN on the node "
-    "labels and sentence features)"
+    "a variant of one ({variants}), sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or "
+    "gin+features (GIN on the node labels and sentence features)"
 )
 
 
 def _common(p: argparse.ArgumentParser, *, seeds: int, models: str = MODELS) -> None:
     # The choices are checked when the protocol starts (benchmarks.paper.common.start):
     # listing them here would import torch and every model to build the parser, which made
-    # every `matlang` command start in ~2 s.
-    p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=models)
+    # every `matlang` command start in ~2 s. The variants' names come from a torch-free module.
+    from benchmarks.paper.model_variants import variants_help
+
+    text = models.format(variants=variants_help())
+    p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=text)
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")
     _output(p)

@@ -582,3 +582,34 @@ def test_report_names_the_folds_trained_on_a_gpu() -> None:
         f"Trained on a GPU (`--device cuda`): ppgn on PROTEINS, folds 2–3, 5, 10 on {h100};"
     )
     assert devices_note([{**row, "runs": runs[4:]}]) == []
+
+
+@pytest.mark.data
+@needs_mutag
+def test_model_variants_train_on_tu_and_help_lists_them(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``bench tu --model gnnml3-adjacency``: GNNML3 of the classification protocol with the
+    variant's fields (adjacency spectrum, widths 17), recorded in the file; ``--help`` and the
+    refusal of an unknown model name the variants."""
+    from benchmarks.paper.model_variants import MODEL_VARIANTS
+    from benchmarks.paper.tu import model_choices
+    from matlang.cli import main
+
+    assert set(MODEL_VARIANTS) <= set(model_choices())
+    args = ["bench", "tu", "--dataset", "mutag", "--epochs", "1", "--folds", "1",
+            "--out", str(tmp_path), "--no-progress", "--json"]  # fmt: skip
+    assert main([*args, "--model", "gnnml3-adjacency"]) == 0
+    assert main([*args, "--model", "gnnml3"]) == 0
+    variant = json.loads((tmp_path / "tu-mutag-gnnml3-adjacency.folds1-1.json").read_text())
+    paper = json.loads((tmp_path / "tu-mutag-gnnml3.folds1-1.json").read_text())
+    v, g = variant["model_info"]["config"], paper["model_info"]["config"]
+    assert v["support"]["basis"] == "adjacency" != g["support"]["basis"]
+    assert (v["hidden"], v["product_channels"]) == (17, 17) != (g["hidden"], g["product_channels"])
+    assert v["support"]["num_bands"] == g["support"]["num_bands"]  # the protocol's bands
+    assert variant["model_info"]["parameters"] < paper["model_info"]["parameters"]
+    assert variant["paper"] == {}  # a labelled variant: no paper number of its own
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["bench", "tu", "--help"])
+    assert "gnnml3-adjacency" in capsys.readouterr().out
+    assert main([*args, "--model", "gnnml3-laplace"]) == 1
+    assert "gnnml3-adjacency" in capsys.readouterr().err
