@@ -43,6 +43,7 @@ from tqdm import tqdm
 from benchmarks.paper.distributed import (
     Group,
     check_device,
+    device_label,
     follow_torchrun,
     from_environment,
     launch,
@@ -635,17 +636,6 @@ def _runs(values: Sequence[int]) -> list[tuple[int, int]]:
         else:
             spans.append([k, k])
     return [(a, b) for a, b in spans]
-
-
-def device_label(device: str, nproc: int = 1) -> str:
-    """What a run's ``device`` field says: ``cpu``, or the GPU's name (``NVIDIA H200 (cuda)``;
-    with ``P`` processes, ``P × …``). Runs of a file may differ here: the settings that must
-    agree are the ``config``'s, and a fold's accuracy does not depend on where it trained beyond
-    rounding."""
-    if device == "cpu":
-        return "cpu"
-    name = f"{torch.cuda.get_device_name(torch.device(device))} (cuda)"
-    return name if nproc == 1 else f"{nproc} × {name}"
 
 
 def implied_config(model: str) -> dict[str, Any]:

@@ -144,6 +144,7 @@ def register(sub: Any) -> None:
     flt.add_argument("--task", choices=("low", "high", "band"), required=True)
     _common(flt, seeds=1)
     _training(flt, epochs=200, batch_size=1)
+    _device(flt, "the model and the grid move there")
     flt.set_defaults(func=_protocol("filter"), dataset="twodgrid30")
 
     tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")
@@ -175,12 +176,7 @@ def register(sub: Any) -> None:
         "to the 10-fold file (which stays partial until every fold ran)",
     )
     _nproc(tu)
-    tu.add_argument(
-        "--device",
-        default="cpu",
-        help="train on cpu (default), cuda or cuda:K; with --nproc P and cuda, process r on "
-        "cuda:r (nccl). Each run records its device in the result file",
-    )
+    _device(tu, "with --nproc P and cuda, process r on cuda:r (nccl)")
     # the parser itself, so that Ctrl-C can print the command that resumes the run
     tu.set_defaults(func=_protocol("tu"), command_parser=tu)
 
@@ -303,6 +299,16 @@ def _nproc(p: argparse.ArgumentParser) -> None:
         default=1,
         help="data-parallel processes (torch.distributed: gloo on CPU, nccl on GPUs); under "
         "torchrun, the processes torchrun started",
+    )
+
+
+def _device(p: argparse.ArgumentParser, how: str) -> None:
+    """``--device``: where the models train (checked before any data is read)."""
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help=f"train on cpu (default), cuda or cuda:K; {how}. Each run records its device in "
+        "the result file; a device this machine lacks is refused before training",
     )
 
 
