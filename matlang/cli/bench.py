@@ -130,6 +130,7 @@ def register(sub: Any) -> None:
         "saved after every K seeds",
     )
     _nproc(cnt)
+    _device(cnt, "one process, without --stack-seeds")
     cnt.set_defaults(func=_protocol("count"))
 
     cls = bsub.add_parser("exp-classify", help="Table 1: EXP SAT/UNSAT accuracy")
