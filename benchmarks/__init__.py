@@ -1,5 +1,5 @@
-"""Measuring matlang: the paper's experiments (:mod:`benchmarks.paper`: Tables 1-3, their
-protocols, training and the report) and the performance benchmarks (:mod:`benchmarks.perf`:
+"""Measuring matlang: the paper's experiments (:mod:`benchmarks.paper`: Tables 1-4, the TU appendix,
+their protocols, training and the report) and the performance benchmarks (:mod:`benchmarks.perf`:
 speed, memory and scaling against hand-written code and peers). :mod:`benchmarks.records` keeps
 result files (provenance, names, ``--append``).
 

@@ -23,6 +23,8 @@ from tqdm import tqdm
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
     Group,
+    check_device,
+    device_label,
     follow_torchrun,
     from_environment,
     launch,
@@ -497,10 +499,21 @@ def bench(args: argparse.Namespace) -> int:
         raise MatlangError("--stack-seeds trains in one process: drop --nproc (or torchrun)")
     check_pattern_model(args.task, args.model, args.sentence)  # before any data is loaded
     seeds = start(args)
+    # before any data is read or file written: a device that cannot train here is refused
+    device = check_device(getattr(args, "device", "cpu"))
+    nproc = getattr(args, "nproc", 1)
+    if device != "cpu" and (stack > 1 or nproc > 1 or from_environment() is not None):
+        raise MatlangError(
+            f"--device {args.device}: bench count trains on a GPU in one process, seed by seed; "
+            "drop "
+            + ("--stack-seeds" if stack > 1 else "--nproc (or torchrun)")
+            + " or train on the CPU (--device cpu)"
+        )
+    ran_on = device_label(device)
     layers = protocol.conv_layers if args.layers is None else args.layers
     reduction = args.loss
     options = model_options(args.set, args.model)
-    train = replace(train_config(args), reduction=reduction)
+    train = replace(train_config(args), reduction=reduction, device=device)
     config = {
         "protocol": protocol.description,
         "node_features": "[1, degree / max degree]",
@@ -543,8 +556,13 @@ def bench(args: argparse.Namespace) -> int:
             "per_seed": [r.metric for r in res.runs],
             "seeds": [r.seed for r in res.runs],
             "runs": [
-                # the validation curve shows what fewer epochs would have selected
-                {**row, "val_mse_by_epoch": [float(f"{v:.4g}") for v in r.val_loss]}
+                # the validation curve shows what fewer epochs would have selected; each seed's
+                # device (runs written before --device trained on the CPU, say none)
+                {
+                    **row,
+                    "device": ran_on,
+                    "val_mse_by_epoch": [float(f"{v:.4g}") for v in r.val_loss],
+                }
                 for row, r in zip(runs_record(res.runs, "test_mse"), res.runs, strict=True)
             ],
             "targets": {
@@ -571,7 +589,6 @@ def bench(args: argparse.Namespace) -> int:
         }
 
     def run(save: Callable[[dict[str, Any]], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        nproc = getattr(args, "nproc", 1)
         if nproc > 1 or from_environment() is not None:  # data-parallel (or torchrun)
             res = launch(
                 functools.partial(

@@ -93,6 +93,17 @@ def check_device(device: str, nproc: int = 1) -> str:
     return str(dev) if dev.index is not None else "cuda:0"
 
 
+def device_label(device: str, nproc: int = 1) -> str:
+    """What a run's ``device`` field says: ``cpu``, or the GPU's name (``NVIDIA H200 (cuda)``;
+    with ``P`` processes, ``P × …``). Runs of a file may differ here: the settings that must
+    agree are the ``config``'s, and a fold's accuracy does not depend on where it trained beyond
+    rounding."""
+    if device == "cpu":
+        return "cpu"
+    name = f"{torch.cuda.get_device_name(torch.device(device))} (cuda)"
+    return name if nproc == 1 else f"{nproc} × {name}"
+
+
 def _rank_device(device: str, rank: int) -> str:
     """The device of process ``rank`` of several when the run trains on ``device``: the CPU,
     or ``cuda:rank`` (one GPU per process)."""
@@ -188,4 +199,12 @@ def all_sum(t: Tensor, group: Group) -> Tensor:
     return t
 
 
-__all__ = ["Group", "all_sum", "check_device", "follow_torchrun", "from_environment", "launch"]
+__all__ = [
+    "Group",
+    "all_sum",
+    "check_device",
+    "device_label",
+    "follow_torchrun",
+    "from_environment",
+    "launch",
+]

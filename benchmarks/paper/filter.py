@@ -59,10 +59,13 @@ def filter_test(
     train: TrainConfig | None = None,
     progress: bool = False,
     on_seed: Callable[[FilterResult], None] | None = None,
+    device: str = "cpu",
 ) -> FilterResult:
     """Table 3's node regression: fit instance ``train``, select on ``val``, R² on ``test``,
     loss and R² on the nodes where the grid's mask is 1; ``on_seed`` gets the result of the
-    seeds finished so far, after each one."""
+    seeds finished so far, after each one. The models train on ``device`` (``cpu`` or a CUDA
+    device as :func:`~benchmarks.paper.distributed.check_device` returns it); the weights
+    start from the seed on the CPU, so every device starts alike."""
     if task not in FILTER_TASKS:
         raise MatlangError(f"unknown filter task {task!r}; known: {', '.join(FILTER_TASKS)}")
     col = FILTER_TASKS[task]
@@ -75,7 +78,7 @@ def filter_test(
 
     tr, va, te = instance("train"), instance("val"), instance("test")
     cfg = TrainConfig(batch_size=1, stop_below=0.0) if train is None else train
-    cfg = replace(cfg, progress=progress)
+    cfg = replace(cfg, progress=progress, device=device)
     cache = PreprocessCache(max_entries=None)
 
     def r2(net: torch.nn.Module) -> float:
@@ -106,9 +109,13 @@ def bench(args: argparse.Namespace) -> int:
     from matlang.runtime import datasets
 
     from benchmarks.paper.common import runs_record, start, train_config, train_record
+    from benchmarks.paper.distributed import check_device, device_label
     from benchmarks.records import ResultFile, result_name
 
     seeds = start(args)
+    # before any data is read or file written: a device that cannot train here is refused
+    device = check_device(getattr(args, "device", "cpu"))
+    ran_on = device_label(device)
     config = {
         "protocol": "node regression; instance 0 trains, 2 validates, 1 tests; loss and "
         "R² on the 676 interior nodes (mask); test R² at the epoch of lowest "
@@ -130,7 +137,8 @@ def bench(args: argparse.Namespace) -> int:
             "median_r2": res.median_r2,
             "per_seed": [r.metric for r in res.runs],
             "seeds": [r.seed for r in res.runs],
-            "runs": runs_record(res.runs, "test_r2"),
+            # each seed's device (runs written before --device trained on the CPU, say none)
+            "runs": [{**r, "device": ran_on} for r in runs_record(res.runs, "test_r2")],
             "config": config,
             "model_info": res.model,
         }
@@ -144,6 +152,7 @@ def bench(args: argparse.Namespace) -> int:
             train=train_config(args),
             progress=not args.no_progress,
             on_seed=lambda partial: save(record(partial)),
+            device=device,
         )
         per_seed = [r.metric for r in res.runs]
         return record(res), {"median_r2": res.median_r2, "per_seed": per_seed}

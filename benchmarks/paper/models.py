@@ -20,6 +20,7 @@ from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor, nn
 
+from benchmarks.paper.model_variants import MODEL_VARIANTS
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 from matlang.graphs import Graph
@@ -121,17 +122,6 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
             "product_channels": 23,
         }
     },
-}
-
-#: Named variants of a reference model, accepted wherever a model name is (``--model``): the
-#: model they build on and the fields they replace after :data:`PROTOCOL_OVERRIDES`. The
-#: ``-adjacency`` variant is GNNML3 as it ran outside counting before issue 34: the counting
-#: configuration's adjacency spectrum and widths (17 + 17), with the protocol's bands.
-MODEL_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "gnnml3-adjacency": (
-        "gnnml3",
-        {"basis": "adjacency", "hidden": 17, "product_channels": 17},
-    ),
 }
 
 #: Per isomorphism dataset, fields replaced in a reference model's ``iso`` configuration, as in

@@ -508,12 +508,12 @@ def _tu_section(results: Sequence[Result]) -> list[str]:
 
 def _table4_section(results: Sequence[Result]) -> list[str]:
     """Table 4 (ZINC-12K MAE, MNIST-75 accuracy): ours where run, the paper's always."""
-    from benchmarks.paper.table4 import PAPER_TABLE4
+    from benchmarks.paper.table4_protocols import PAPER_TABLE4
 
     out = [
         "## Table 4: ZINC-12K (test MAE) and MNIST-75 (test accuracy)",
         "",
-        "Code path: `python -m benchmarks.paper.table4 zinc|mnist75 --model M` "
+        "Code path: `matlang bench zinc|mnist75 --model M` "
         "(benchmarks/paper/table4.py: PyG's `ZINC(subset=True)` and `MNISTSuperpixels`, the "
         "authors' splits, batch 64, 400 / 3,000 epochs). **Data not available here**: PyG "
         "downloads the data on a user's machine; this machine cannot reach it, so no cell "
@@ -571,7 +571,7 @@ def _why(r: Result) -> str:
 def not_reproduced(results: Sequence[Result]) -> list[str]:
     """The paper's claims and cells these files do not reproduce, computed from them, and
     the parts of the paper that have no result here."""
-    from benchmarks.paper.tu import PAPER_TU
+    from benchmarks.paper.tu import DATASETS, PAPER_TU, dataset_label
 
     out = ["## Claims of the paper not reproduced here", ""]
     stars = [
@@ -617,7 +617,8 @@ def not_reproduced(results: Sequence[Result]) -> list[str]:
         ours = r.data.get("mean_accuracy")
         if ours is not None and ours < mean - std:
             out.append(
-                f"- TU {str(r.data['dataset']).upper()}, {MODEL_LABEL.get(r.model, r.model)}: "
+                f"- TU {dataset_label(str(r.data['dataset']))}, "
+                f"{MODEL_LABEL.get(r.model, r.model)}: "
                 f"{ours:.1f} vs the paper's {mean} ± {std} (below its mean − std){_why(r)}"
             )
     missing = [
@@ -630,11 +631,16 @@ def not_reproduced(results: Sequence[Result]) -> list[str]:
         for t in TABLE3_TASKS
         if not _find(results, "filter", m, task=t)
     ]
+    missing += [
+        f"the TU {dataset_label(d)} column"
+        for d in DATASETS
+        if not any(r.bench == "tu" and r.data.get("dataset") == d for r in results)
+    ]
     out += [
         "- Not run at all: " + (", ".join(missing) + "; " if missing else "") + "Table 3's "
         "planar-graph classification (data not in the data folder); Table 4 (ZINC-12K, "
-        "MNIST-75: data not available here); the TU ENZYMES-cont column; the paper's "
-        "hyper-parameter search (every model runs one fixed configuration).",
+        "MNIST-75: data not available here); the paper's hyper-parameter search (every model "
+        "runs one fixed configuration).",
         "",
     ]
     return out

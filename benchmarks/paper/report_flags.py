@@ -107,10 +107,12 @@ def tu_flags(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown lines under a TU table: the cells whose best epoch is the first or the last
     (the mean at the first epoch is no trained result; the last: still improving), the GNNML3
     cells not in the paper's configuration, and files from a dirty tree."""
+    from benchmarks.paper.tu_protocols import dataset_label
+
     out = []
     for d in sorted(rows, key=lambda d: (str(d.get("dataset")), str(d.get("model")))):
         model = str(d.get("model"))
-        cell = f"{MODEL_LABEL.get(model, model)} on {str(d.get('dataset')).upper()}"
+        cell = f"{MODEL_LABEL.get(model, model)} on {dataset_label(str(d.get('dataset')))}"
         epochs = int((d.get("config") or {}).get("epochs") or 0)
         best = d.get("best_epoch")
         said = []

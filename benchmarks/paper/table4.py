@@ -19,7 +19,9 @@ authors' models; MNIST's k-NN edges are symmetrised). The datasets download on f
 the real data. Anything with ``x``, ``edge_index`` and ``y`` per graph goes through the same
 code (:func:`to_graphs`): the tests use a small synthetic stand-in in that format.
 
-Run it as ``python -m benchmarks.paper.table4 zinc --model gnnml3`` (``--help``).
+Run it as ``matlang bench zinc --model gnnml3`` (or ``python -m benchmarks.paper.table4 zinc
+--model gnnml3``; ``--help``). The settings and options live in the torch-free
+:mod:`benchmarks.paper.table4_protocols`.
 """
 
 from __future__ import annotations
@@ -36,46 +38,18 @@ import torch
 from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor
 
+from benchmarks.paper.table4_protocols import (
+    HELP,
+    MNIST_CLASSES,
+    PAPER_TABLE4,
+    PROTOCOLS,
+    ZINC_ATOM_TYPES,
+    Table4Protocol,
+    add_arguments,
+)
 from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, median_metric, run_seeds
 from matlang.errors import DataError, MatlangError
 from matlang.graphs import Graph
-
-#: ZINC's atom types (PyG ``ZINC``: ``x`` holds one index per node, 0..27).
-ZINC_ATOM_TYPES = 28
-MNIST_CLASSES = 10
-
-
-@dataclass(frozen=True)
-class Table4Protocol:
-    """How one Table 4 dataset trains (the authors' script)."""
-
-    name: str
-    metric: str  # "mae" (lower is better) or "accuracy"
-    epochs: int
-    batch_size: int
-    lr: float
-    out_dim: int
-    paper_script: str
-
-
-PROTOCOLS: dict[str, Table4Protocol] = {
-    "zinc": Table4Protocol("zinc", "mae", 400, 64, 1e-3, 1, "Zinc12k.py"),
-    "mnist75": Table4Protocol("mnist75", "accuracy", 3000, 64, 1e-3, MNIST_CLASSES, "mnist75.py"),
-}
-
-#: Paper Table 4 (shared/paper, ``\label{task}``): ZINC test MAE ± std and MNIST-75 test
-#: accuracy (%) ± std per model. (The caption says "MSE" for ZINC; the appendix says its loss
-#: is the mean absolute error, and the authors' script prints the L1 loss.)
-PAPER_TABLE4: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
-    "mlp": ((0.5869, 0.025), (25.10, 0.12)),
-    "gcn": ((0.3322, 0.010), (52.80, 0.31)),
-    "gat": ((0.3977, 0.007), (82.73, 0.21)),
-    "gin": ((0.3044, 0.010), (75.23, 0.41)),
-    "chebnet": ((0.3569, 0.012), (92.08, 0.22)),
-    "ppgn": ((0.1589, 0.007), (90.04, 0.54)),
-    "gnnml1": ((0.3140, 0.015), (84.21, 1.75)),
-    "gnnml3": ((0.1612, 0.006), (91.98, 0.18)),
-}
 
 # --------------------------------------------------------------------------- data
 
@@ -302,36 +276,13 @@ def bench(args: argparse.Namespace, splits: Mapping[str, Sequence[Any]] | None =
     return out.run(run)
 
 
-def add_arguments(p: argparse.ArgumentParser, dataset: str) -> None:
-    """The options of ``bench zinc`` / ``bench mnist75`` (the protocol's defaults)."""
-    proto = PROTOCOLS[dataset]
-    p.add_argument("--model", required=True, help="a reference model (mlp … gnnml3)")
-    p.add_argument("--seeds", type=int, default=1, help="seeds to train (default 1)")
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=proto.epochs)
-    p.add_argument("--batch-size", type=int, default=proto.batch_size)
-    p.add_argument("--lr", type=float, default=proto.lr)
-    p.add_argument("--weight-decay", type=float, default=0.0)
-    p.add_argument("--stop-below", type=float, default=0.0, help="0: no early stop (authors')")
-    p.add_argument("--limit", type=int, help="only the first N graphs of each split")
-    p.add_argument("--root", default="data/pyg", help="where PyG downloads the data")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default="results")
-    p.add_argument("--no-save", action="store_true")
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--append", action="store_true")
-    p.add_argument("--allow-dirty", action="store_true", help="write from a dirty tree")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.paper.table4", description=__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="bench", required=True)
     for dataset in PROTOCOLS:
-        add_arguments(sub.add_parser(dataset, help=f"Table 4: {dataset}"), dataset)
+        add_arguments(sub.add_parser(dataset, help=HELP[dataset]), dataset)
     args = parser.parse_args(argv)
     try:
         return bench(args)
@@ -339,6 +290,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
 
+
+__all__ = [
+    "MNIST_CLASSES",
+    "PAPER_TABLE4",
+    "PROTOCOLS",
+    "ZINC_ATOM_TYPES",
+    "Table4Protocol",
+    "Table4Result",
+    "add_arguments",
+    "bench",
+    "main",
+    "pyg_splits",
+    "table4",
+    "to_graphs",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,9 @@ or one row per node (``level="node"``, with an optional 0/1 node mask that selec
 loss and the metrics see). :func:`fit` trains a model on one set, keeps the state of the epoch
 with the best validation loss, stops once the mean training loss falls below a threshold, and
 returns a :class:`TrainResult`. :func:`run_seeds` is the seed loop of every trained benchmark
-(seed, build a model, fit, score). Everything runs in float32 on the CPU unless told otherwise.
+(seed, build a model, fit, score). Everything runs in float32 on the CPU unless told otherwise
+(``TrainConfig.device``: the model and every batch move there; :func:`predict` returns its
+outputs on the CPU, where the targets and the metrics are).
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ class TrainConfig:
             authors' counting script) or on its ``mean``.
         seed: seeds the weights (by the caller, see :func:`seed_everything`) and the shuffling.
         progress: show a tqdm bar over epochs (on stderr).
+        device: where the model trains (``cpu``, ``cuda:K``; checked by the caller with
+            :func:`benchmarks.paper.distributed.check_device`). The shuffling's generator
+            stays on the CPU, so the batches are the same on every device.
     """
 
     epochs: int = 200
@@ -152,6 +157,7 @@ class TrainConfig:
     reduction: Literal["sum", "mean"] = "sum"
     seed: int = 0
     progress: bool = True
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.reduction not in ("sum", "mean"):
@@ -204,12 +210,21 @@ def bce_with_logits(pred: Tensor, y: Tensor) -> Tensor:
     return nn.functional.binary_cross_entropy_with_logits(pred, y.to(pred.dtype), reduction="sum")
 
 
+def model_device(model: nn.Module) -> torch.device:
+    """Where ``model``'s first parameter (or buffer) lives; the CPU for a model without any."""
+    for t in (*model.parameters(), *model.buffers()):
+        return t.device
+    return torch.device("cpu")
+
+
 @torch.no_grad()
 def predict(model: nn.Module, data: GraphSet, batch_size: int = 500) -> Tensor:
-    """The model's outputs on every graph (or node) of ``data``, in order, evaluation mode."""
+    """The model's outputs on every graph (or node) of ``data``, in order, evaluation mode;
+    each batch runs where the model is, the outputs come back to the CPU (the targets')."""
     was = model.training
     model.eval()
-    outs = [model(batch) for batch, _, _ in data.batches(batch_size)]
+    dev = model_device(model)
+    outs = [model(batch.to(dev)).cpu() for batch, _, _ in data.batches(batch_size)]
     model.train(was)
     if not outs:
         return torch.zeros(0, data.y.shape[1])
@@ -250,6 +265,8 @@ def fit(
         # a shard's mean is not the global batch's: its weight would depend on the split
         raise MatlangError("a mean loss per batch is for one process; data-parallel runs sum")
     start = time.perf_counter()
+    dev = torch.device(cfg.device)
+    model.to(dev)
     gen = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
@@ -267,11 +284,12 @@ def fit(
         model.train()
         total, rows = 0.0, 0
         for batch, y, mask in train.batches(cfg.batch_size, gen, group):
+            y, mask = y.to(dev), None if mask is None else mask.to(dev)
             if batch.num_graphs == 0:  # an empty shard: a zero loss that reaches every weight
-                lss = sum((p.sum() * 0.0 for p in params), torch.zeros(()))
+                lss = sum((p.sum() * 0.0 for p in params), torch.zeros((), device=dev))
                 target = y[:0]
             else:
-                pred, target = masked(net(batch), y, mask)
+                pred, target = masked(net(batch.to(dev)), y, mask)
                 lss = loss(pred, target)
             if opt is not None and lss.requires_grad:
                 opt.zero_grad()
@@ -393,6 +411,7 @@ __all__ = [
     "masked",
     "mean_loss",
     "median_metric",
+    "model_device",
     "predict",
     "run_seeds",
     "seed_everything",

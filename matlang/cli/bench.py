@@ -1,5 +1,5 @@
-"""``matlang bench iso|count|exp-classify|filter|tu|brec|perf|merge``: the arguments, then the
-protocol.
+"""``matlang bench iso|count|exp-classify|filter|tu|zinc|mnist75|brec|perf|merge``: the
+arguments, then the protocol.
 
 Each protocol lives in ``benchmarks/paper/<protocol>.py`` (its ``bench(args)`` runs it, builds
 the result record and writes it through :class:`benchmarks.records.ResultFile`). Every bench
@@ -37,11 +37,13 @@ def register(sub: Any) -> None:
     from matlang.cli.common import add_missing_benchmarks, benchmarks_installed
 
     if not benchmarks_installed():
-        add_missing_benchmarks(sub, "bench", "run the paper's experiments (Tables 1-3)")
+        add_missing_benchmarks(
+            sub, "bench", "run the paper's experiments (Tables 1-4, the TU appendix, BREC)"
+        )
         return
     b = sub.add_parser(
         "bench",
-        help="run the paper's experiments (Tables 1-3)",
+        help="run the paper's experiments (Tables 1-4, the TU appendix, BREC)",
         description="Run one of the paper's experiments; results go to results/*.json.",
     )
     bsub = b.add_subparsers(dest="bench", metavar="BENCH")
@@ -128,6 +130,7 @@ def register(sub: Any) -> None:
         "saved after every K seeds",
     )
     _nproc(cnt)
+    _device(cnt, "one process, without --stack-seeds")
     cnt.set_defaults(func=_protocol("count"))
 
     cls = bsub.add_parser("exp-classify", help="Table 1: EXP SAT/UNSAT accuracy")
@@ -142,12 +145,20 @@ def register(sub: Any) -> None:
     flt.add_argument("--task", choices=("low", "high", "band"), required=True)
     _common(flt, seeds=1)
     _training(flt, epochs=200, batch_size=1)
+    _device(flt, "the model and the grid move there")
     flt.set_defaults(func=_protocol("filter"), dataset="twodgrid30")
 
     tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")
-    tu.add_argument("--dataset", choices=("mutag", "proteins", "enzymes", "ptc"), required=True)
+    from benchmarks.paper.tu_protocols import DATASETS, arch_help, protocol_help  # torch-free
+
+    tu.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        required=True,
+        help="enzymes-cont: ENZYMES with its 18 continuous node attributes beside the one-hot "
+        "label (the paper's ENZYMES-cont column)",
+    )
     _common(tu, seeds=1, models=TU_MODELS)
-    from benchmarks.paper.tu_protocols import arch_help, protocol_help  # torch-free
 
     tu.add_argument(
         "--protocol", choices=("paper", "authors"), default="paper", help=protocol_help()
@@ -166,14 +177,18 @@ def register(sub: Any) -> None:
         "to the 10-fold file (which stays partial until every fold ran)",
     )
     _nproc(tu)
-    tu.add_argument(
-        "--device",
-        default="cpu",
-        help="train on cpu (default), cuda or cuda:K; with --nproc P and cuda, process r on "
-        "cuda:r (nccl). Each run records its device in the result file",
-    )
+    _device(tu, "with --nproc P and cuda, process r on cuda:r (nccl)")
     # the parser itself, so that Ctrl-C can print the command that resumes the run
     tu.set_defaults(func=_protocol("tu"), command_parser=tu)
+
+    # Table 4: the options from the torch-free table4_protocols; table4 (torch) only runs them
+    from benchmarks.paper.table4_protocols import HELP as TABLE4_HELP
+    from benchmarks.paper.table4_protocols import add_arguments as table4_arguments
+
+    for dataset, line in TABLE4_HELP.items():
+        t4 = bsub.add_parser(dataset, help=line, description=line + ".")
+        table4_arguments(t4, dataset)
+        t4.set_defaults(func=_protocol("table4"))
 
     from benchmarks.__main__ import add_arguments as perf_arguments
 
@@ -288,6 +303,16 @@ def _nproc(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _device(p: argparse.ArgumentParser, how: str) -> None:
+    """``--device``: where the models train (checked before any data is read)."""
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help=f"train on cpu (default), cuda or cuda:K; {how}. Each run records its device in "
+        "the result file; a device this machine lacks is refused before training",
+    )
+
+
 def _positive(text: str) -> int:
     """A positive whole number (``--limit 0`` used to mean no limit: now an error)."""
     try:
@@ -313,23 +338,26 @@ def _missing(p: argparse.ArgumentParser) -> int:
 
 #: ``--model`` of the training benches (iso, count, exp-classify, filter).
 MODELS = (
-    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3) or "
-    "a compiled one (compiled, compiled-random)"
+    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
+    "a variant of one ({variants}) or a compiled one (compiled, compiled-random)"
 )
 #: ``--model`` of ``bench tu``: no compiled model (a TU label is no sentence), two built from
 #: sentences (benchmarks.paper.tu.SENTENCE_MODELS).
 TU_MODELS = (
     "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
-    "sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or gin+features (GIN on the node "
-    "labels and sentence features)"
+    "a variant of one ({variants}), sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or "
+    "gin+features (GIN on the node labels and sentence features)"
 )
 
 
 def _common(p: argparse.ArgumentParser, *, seeds: int, models: str = MODELS) -> None:
     # The choices are checked when the protocol starts (benchmarks.paper.common.start):
     # listing them here would import torch and every model to build the parser, which made
-    # every `matlang` command start in ~2 s.
-    p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=models)
+    # every `matlang` command start in ~2 s. The variants' names come from a torch-free module.
+    from benchmarks.paper.model_variants import variants_help
+
+    text = models.format(variants=variants_help())
+    p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=text)
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")
     _output(p)

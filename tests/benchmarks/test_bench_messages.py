@@ -56,7 +56,7 @@ def test_tu_help_lists_the_models_tu_takes(capsys: pytest.CaptureFixture[str]) -
     assert done.value.code == 0
     options = capsys.readouterr().out.split("\noptions:", 1)[1]
     model_help = " ".join(options.split("\n  --model MODEL", 1)[1].split("\n  -", 1)[0].split())
-    named = set(re.findall(r"[a-z0-9+]+", model_help)) & {*model_choices(), "compiled"}
+    named = set(re.findall(r"[a-z0-9+-]+", model_help)) & {*model_choices(), "compiled"}
     assert named == set(model_choices())  # every model tu takes, and only those
     assert "sentence" in named and "gin+features" in named and "compiled" not in model_help
     with pytest.raises(MatlangError, match="unknown model 'compiled'"):

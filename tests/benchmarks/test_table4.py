@@ -123,3 +123,38 @@ def test_one_epoch_on_the_stand_in(tmp_path: Path, dataset: str, make: object, m
         want = "adjacency" if dataset == "zinc" else "normalized_laplacian"
         assert rec["model_info"]["config"]["support"]["basis"] == want
         assert 27_000 <= rec["model_info"]["parameters"] <= 34_000
+
+
+@pytest.mark.parametrize("dataset", ["zinc", "mnist75"])
+def test_matlang_bench_runs_table4(
+    tmp_path: Path, dataset: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``matlang bench zinc|mnist75`` reaches :func:`table4.bench` (the download replaced by
+    the stand-in) and writes the same file as ``python -m benchmarks.paper.table4``."""
+    from matlang.cli import main
+
+    make = _zinc if dataset == "zinc" else _mnist
+    splits = {s: make(n, seed) for s, n, seed in (("train", 8, 0), ("val", 4, 1), ("test", 4, 2))}
+    roots = []
+
+    def fake_splits(name: str, root: str) -> dict[str, list[SimpleNamespace]]:
+        roots.append((name, root))
+        return splits
+
+    monkeypatch.setattr(table4, "pyg_splits", fake_splits)
+    argv = ["--model", "GIN", "--epochs", "1", "--root", str(tmp_path / "pyg"), "--json"]
+    assert main(["bench", dataset, *argv, "--out", str(tmp_path / "cli")]) == 0
+    assert roots == [(dataset, str(tmp_path / "pyg"))]
+    rec = json.loads((tmp_path / "cli" / f"{dataset}-gin.json").read_text())
+    assert rec["bench"] == dataset and rec["data"]["sizes"] == {"train": 8, "val": 4, "test": 4}
+    assert rec["config"]["epochs_max"] == 1
+    assert table4.main([dataset, *argv, "--out", str(tmp_path / "module")]) == 0
+    same = json.loads((tmp_path / "module" / f"{dataset}-gin.json").read_text())
+    metric = "test_mae" if dataset == "zinc" else "test_accuracy"
+    assert same["runs"][0][metric] == rec["runs"][0][metric]  # one seed, the same training
+    capsys.readouterr()
+    for run in (lambda a: main(["bench", *a]), table4.main):
+        with pytest.raises(SystemExit) as e:
+            run([dataset, "--help"])
+        assert e.value.code == 0
+        assert "--root" in capsys.readouterr().out

@@ -7,6 +7,7 @@ import functools
 import json
 import re
 
+import numpy as np
 import pytest
 import torch
 from matlang.runtime.batch import Batch
@@ -28,8 +29,13 @@ needs_mutag = pytest.mark.skipif(not data_available("mutag"), reason="no shared 
 
 def test_paper_numbers_as_printed() -> None:
     gnnml3 = {"mutag": (90.9, 5.46), "enzymes": (63.6, 6.52), "proteins": (76.4, 5.1)}
-    assert PAPER_TU["gnnml3"] == {**gnnml3, "ptc": (66.7, 6.49)}
-    assert PAPER_TU["mlp"]["proteins"] == (74.3, 4.88)  # ENZYMES-cont (70.6) is not a column
+    assert PAPER_TU["gnnml3"] == {**gnnml3, "enzymes-cont": (78.1, 5.05), "ptc": (66.7, 6.49)}
+    assert PAPER_TU["mlp"]["proteins"] == (74.3, 4.88)
+    # the paper's ENZYMES-cont column (appendix, TUtask), top to bottom
+    cont = [PAPER_TU[m]["enzymes-cont"] for m in
+            ("mlp", "gcn", "gat", "gin", "chebnet", "ppgn", "gnnml1", "gnnml3")]  # fmt: skip
+    assert cont == [(70.6, 5.22), (74.2, 3.26), (73.7, 4.47), (73.3, 4.48), (75.3, 4.63),
+                    (72.9, 4.18), (76.9, 5.14), (78.1, 5.05)]  # fmt: skip
 
 
 def test_summary_selects_the_epoch_of_best_mean_accuracy() -> None:
@@ -100,6 +106,68 @@ def test_bench_command_writes_a_result_file(tmp_path, capsys) -> None:  # type: 
     assert summary["file"].endswith("tu-mutag-sentence.folds1-2.json")
     res = run_tu("mutag", "mlp", folds=[1], settings=TUSettings(epochs=1))
     assert len(res.curves) == 1 and len(res.curves[0]) == 1
+
+
+needs_enzymes = pytest.mark.skipif(not data_available("enzymes"), reason="no shared data folder")
+
+
+@pytest.mark.data
+@needs_enzymes
+def test_enzymes_cont_reads_every_feature_column() -> None:
+    """ENZYMES-cont: the 3 one-hot label columns, then the 18 continuous attributes (data
+    README: ``F`` [n, 21]); plain ENZYMES keeps the 3 label columns only."""
+    from benchmarks.paper.tu import _fold_data
+
+    cont, graphs, y, in_dim, classes = _fold_data("enzymes-cont", "mlp", TUSettings())
+    plain, _, y_plain, plain_dim, _ = _fold_data("enzymes", "mlp", TUSettings())
+    assert (in_dim, plain_dim, classes) == (21, 3, 6) and len(graphs) == 600
+    assert torch.equal(y, y_plain)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(cont.folds, plain.folds, strict=True))
+    x = np.concatenate([np.asarray(g.x) for g in graphs])
+    assert x.shape == (19580, 21)
+    np.testing.assert_array_equal(x[:, :3], np.concatenate([np.asarray(g.x) for g in plain.graphs]))
+    assert (x[:, :3].sum(1) == 1).all()  # one-hot labels first
+    assert x[:, 3:].max() > 1 and len(np.unique(x[:, 3:])) > 100  # continuous after them
+    # the authors' enzymes_contfeat.py: 200 epochs at batch 60, degree, standardised
+    from benchmarks.paper.tu_protocols import AUTHORS
+
+    assert AUTHORS["enzymes-cont"] == (200, 60, True, True)
+
+
+@pytest.mark.data
+@needs_enzymes
+def test_enzymes_cont_bench_writes_the_papers_column(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from matlang.cli import main
+
+    code = main(
+        ["bench", "tu", "--dataset", "enzymes-cont", "--model", "mlp", "--epochs", "1",
+         "--folds", "1", "--out", str(tmp_path), "--no-progress", "--json"]
+    )  # fmt: skip
+    assert code == 0
+    capsys.readouterr()
+    data = json.loads((tmp_path / "tu-enzymes-cont-mlp.folds1-1.json").read_text())
+    assert data["dataset"] == "enzymes-cont" and data["paper"] == {"mean": 70.6, "std": 5.22}
+    assert data["config"]["node_features"] == "one-hot node labels + 18 continuous attributes"
+    (run,) = data["runs"]
+    (acc,) = run["curve"]
+    assert 60 * acc == pytest.approx(round(60 * acc))  # 60 test graphs a fold
+    # the model read 21 columns: its parameters are those of an MLP on 21 inputs
+    from benchmarks.paper.tu import build
+
+    params = {k: sum(p.numel() for p in build("mlp", k, 6).parameters()) for k in (3, 21)}
+    assert data["model_info"]["parameters"] == params[21] != params[3]
+    # the report: the column is there, ours in it; before, "not run"
+    section = "\n".join(tu_section([data]))
+    head = next(x for x in section.splitlines() if x.startswith("| model |"))
+    assert "| ENZYMES | ENZYMES-cont | PTC |" in head
+    mlp = next(x for x in section.splitlines() if x.startswith("| mlp |"))
+    ours = f"{data['mean_accuracy']:.1f} ± 0.0 ({data['last_epoch_mean_accuracy']:.1f})"
+    assert mlp.split(" | ")[4] == f"{ours} [folds 1 only] / 70.6 ± 5.22"
+    assert "Not run: MUTAG, PROTEINS, ENZYMES, PTC (no result file" in section
+    others = [{**data, "dataset": "mutag", "paper": {}}]
+    section = "\n".join(tu_section(others))
+    assert "Not run: PROTEINS, ENZYMES, ENZYMES-cont, PTC" in section
+    assert "– / 78.1 ± 5.05" in section  # GNNML3's paper cell beside an empty one
 
 
 def test_fold_ranges() -> None:
@@ -514,3 +582,34 @@ def test_report_names_the_folds_trained_on_a_gpu() -> None:
         f"Trained on a GPU (`--device cuda`): ppgn on PROTEINS, folds 2–3, 5, 10 on {h100};"
     )
     assert devices_note([{**row, "runs": runs[4:]}]) == []
+
+
+@pytest.mark.data
+@needs_mutag
+def test_model_variants_train_on_tu_and_help_lists_them(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``bench tu --model gnnml3-adjacency``: GNNML3 of the classification protocol with the
+    variant's fields (adjacency spectrum, widths 17), recorded in the file; ``--help`` and the
+    refusal of an unknown model name the variants."""
+    from benchmarks.paper.model_variants import MODEL_VARIANTS
+    from benchmarks.paper.tu import model_choices
+    from matlang.cli import main
+
+    assert set(MODEL_VARIANTS) <= set(model_choices())
+    args = ["bench", "tu", "--dataset", "mutag", "--epochs", "1", "--folds", "1",
+            "--out", str(tmp_path), "--no-progress", "--json"]  # fmt: skip
+    assert main([*args, "--model", "gnnml3-adjacency"]) == 0
+    assert main([*args, "--model", "gnnml3"]) == 0
+    variant = json.loads((tmp_path / "tu-mutag-gnnml3-adjacency.folds1-1.json").read_text())
+    paper = json.loads((tmp_path / "tu-mutag-gnnml3.folds1-1.json").read_text())
+    v, g = variant["model_info"]["config"], paper["model_info"]["config"]
+    assert v["support"]["basis"] == "adjacency" != g["support"]["basis"]
+    assert (v["hidden"], v["product_channels"]) == (17, 17) != (g["hidden"], g["product_channels"])
+    assert v["support"]["num_bands"] == g["support"]["num_bands"]  # the protocol's bands
+    assert variant["model_info"]["parameters"] < paper["model_info"]["parameters"]
+    assert variant["paper"] == {}  # a labelled variant: no paper number of its own
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["bench", "tu", "--help"])
+    assert "gnnml3-adjacency" in capsys.readouterr().out
+    assert main([*args, "--model", "gnnml3-laplace"]) == 1
+    assert "gnnml3-adjacency" in capsys.readouterr().err

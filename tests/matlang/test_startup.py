@@ -52,6 +52,11 @@ def test_a_user_function_loads_sympy() -> None:
         (["eval", "tr(A^3)/6", "--graph", "K4"], ("sympy", "torch")),
         (["classify", "tr(A^3)/6", "--no-witness"], ("torch", "runtime", "compiler")),
         (["wl", "--help"], ("sympy", "torch", "numpy", "runtime")),
+        # the bench parser lists every bench, Table 4's too, without importing torch
+        (["bench", "--help"], ("torch", "numpy")),
+        (["bench", "zinc", "--help"], ("torch", "numpy")),
+        (["bench", "mnist75", "--help"], ("torch", "numpy")),
+        (["bench", "tu", "--help"], ("torch", "numpy")),
     ],
 )
 def test_light_commands(argv: list[str], absent: tuple[str, ...]) -> None:
