@@ -119,8 +119,12 @@ class CachedStage:
         """The stage's results on ``graphs``, assembled from cached graphs where it can."""
         g = graphs.g
         bounds = np.searchsorted(graphs.rows, graphs.ptr)  # graph k: edges bounds[k]:bounds[k+1]
-        starts = np.repeat(graphs.ptr[:-1], np.diff(bounds))
-        local_rows, local_cols = graphs.rows - starts, graphs.cols - starts
+        if g == 1 and int(graphs.ptr[0]) == 0:  # one graph: its ids are already local
+            local_rows, local_cols = graphs.rows, graphs.cols
+        else:
+            starts = np.repeat(graphs.ptr[:-1], np.diff(bounds))
+            local_rows, local_cols = graphs.rows - starts, graphs.cols - starts
+            del starts
         weights = None if graphs.weight is None else graphs.weight.dtype.str
         # one short string for the options: hashing a key hashes it (cached on the str)
         options = repr((self.params, ("weights", weights), ("symmetric", graphs.symmetric)))
@@ -129,19 +133,21 @@ class CachedStage:
         keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
         pieces = self.cache.lookup(keys)
         missing = [k for k in range(g) if pieces[k] is MISSING]
+        if len(missing) == g:  # the local ids are needed no more: 2E ids not held meanwhile
+            del local_rows, local_cols
+            result, counts = self._compute(graphs)
+            for k in range(g):
+                piece = _split(result, counts, graphs.ptr, k, self._kinds, self._masks)
+                self.cache.store(keys[k], piece)
+            return result
         if missing:
-            sub = (
-                graphs
-                if len(missing) == g
-                else _subset(graphs, missing, bounds, local_rows, local_cols)
-            )
+            sub = _subset(graphs, missing, bounds, local_rows, local_cols)
+            del local_rows, local_cols
             result, counts = self._compute(sub)
             for j, k in enumerate(missing):
                 piece = _split(result, counts, sub.ptr, j, self._kinds, self._masks)
                 pieces[k] = piece
                 self.cache.store(keys[k], piece)
-            if len(missing) == g:
-                return result
         return _assemble(pieces, graphs)
 
     def _compute(self, graphs: Graphs) -> tuple[StageResult, dict[int, np.ndarray]]:
