@@ -127,22 +127,12 @@ class Stage:
 
         def compute() -> _Supports:
             b = make_batch(edge_index, batch, n)
-            texts = self.sentences
-            rows, cols, vals = [], [], []
-            for s, text in enumerate(texts):
+            parts = []
+            for text in self.sentences:
                 # the sentence compiled once (per stage), materialised on every batch
                 index, values = materialise(self.module(text, torch.float64), b)
-                rows.append(index[0])
-                cols.append(index[1] * len(texts) + s)
-                vals.append(values.to(torch.float64))
-            return _Supports(
-                torch.cat(rows),
-                torch.cat(cols),
-                torch.cat(vals),
-                n,
-                len(texts),
-                symmetric=self.symmetric_sentences,
-            )
+                parts.append((index[0], index[1], values.to(torch.float64)))
+            return _Supports(parts, n, symmetric=self.symmetric_sentences)
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
@@ -225,44 +215,48 @@ class _Supports:
     the order they came: no transposition at all."""
 
     def __init__(
-        self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int, *, symmetric: bool = False
+        self, parts: Sequence[tuple[Tensor, Tensor, Tensor]], n: int, *, symmetric: bool = False
     ) -> None:
-        # cols encode (j, s) as j·S + s (Stage.supports)
+        # parts: (rows, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
+        s = len(parts)
         self.n, self.s = n, s
-        sup = cols % s
-        j = torch.div(cols, s, rounding_mode="floor")
-        key = (sup * n + rows) * n + j
-        if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
-            # not support by support, row-major (materialise sorts them): put them so
-            order = torch.argsort(key)
-            rows, cols, vals = rows[order], cols[order], vals[order]
-            sup, j = sup[order], j[order]
-        counts = torch.bincount(rows * s + sup, minlength=n * s).reshape(n, s)
-        self.rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+        parts = [_row_major(r, c, v, n) for r, c, v in parts]
+        rows = torch.cat([p[0] for p in parts])
+        j = torch.cat([p[1] for p in parts])
+        vals = torch.cat([p[2] for p in parts])
+        device = rows.device
+        # counts[i, k]: entries of row i in C_k (one bincount per support: no (rows·S + s) key)
+        counts = torch.stack([torch.bincount(p[0], minlength=n) for p in parts], 1)
+        self.rowptr = torch.zeros(n + 1, dtype=torch.int64, device=device)
         torch.cumsum(counts.sum(1), 0, out=self.rowptr[1:])
         if s == 1:
             self.col, self.value = j, vals
         else:
-            # row i's start inside C_s: a scan along each support's rows, run on the (S, N)
-            # transpose (CUDA's scan along the outer dim of an (N, S) tensor with S ~ 3 takes
-            # ~180 ms at N = 10^6 on an H200; along the inner dim, well under 1 ms)
-            row_in_support = torch.cumsum(counts.t().contiguous(), 1).t() - counts
-            total = counts.sum(0)
-            support_start = torch.cumsum(total, 0) - total  # C_s's start in the entries
-            before_in_row = torch.cumsum(counts, 1) - counts  # row i's entries of C_<s
-            rank = torch.arange(rows.numel(), device=rows.device) - (
-                support_start[sup] + row_in_support[rows, sup]
+            # entry e of C_k in row i goes to rowptr[i] + (row i's entries of C_<k) + (its rank
+            # in row i of C_k): with C_k's entries row-major, that rank is e minus the place of
+            # row i's first entry in C_k. One gather per support (index_select: torch's
+            # advanced indexing, a[rows, k], costs ~6× as much on the CPU) and one scatter.
+            before_in_row = torch.cumsum(counts, 1) - counts  # (N, S)
+            # along each support's rows, scanned on the (S, N) transpose (CUDA's scan along the
+            # outer dim of an (N, S) tensor with S ~ 3 takes ~180 ms at N = 10^6 on an H200;
+            # along the inner dim, well under 1 ms)
+            first_in_support = torch.cumsum(counts.t().contiguous(), 1).t() - counts  # (N, S)
+            base = self.rowptr[:-1].unsqueeze(1) + before_in_row - first_in_support
+            pos = torch.cat(
+                [
+                    base[:, k].index_select(0, p[0])
+                    + torch.arange(p[0].numel(), device=device)
+                    for k, p in enumerate(parts)
+                ]
             )
-            pos = self.rowptr[rows] + before_in_row[rows, sup] + rank
-            self.col = torch.empty_like(cols)
-            self.col[pos] = sup * n + j
-            self.value = torch.empty_like(vals)
-            self.value[pos] = vals
+            encoded = torch.cat([p[1] + k * n for k, p in enumerate(parts)])
+            self.col = torch.empty_like(j).scatter_(0, pos, encoded)
+            self.value = torch.empty_like(vals).scatter_(0, pos, vals)
         # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
-        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, cols, vals, n))
+        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, j, vals, n))
         self._transposed: tuple[Tensor, Tensor, Tensor] | None = None
         if symmetric and s > 1:
-            tptr = torch.zeros(s * n + 1, dtype=torch.int64, device=rows.device)
+            tptr = torch.zeros(s * n + 1, dtype=torch.int64, device=device)
             torch.cumsum(counts.t().reshape(-1), 0, out=tptr[1:])
             self._transposed = (tptr, j, vals)
         self._csr: dict[torch.dtype, Tensor] = {}
@@ -289,6 +283,16 @@ class _Supports:
                 m = self.csr(dtype).t().to_sparse_csr()
             self._csr_t[dtype] = m
         return m
+
+
+def _row_major(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """A support's entries sorted row-major (``materialise`` gives them so; sorted here if
+    not)."""
+    key = rows * n + cols
+    if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
+        order = torch.argsort(key)
+        return rows[order], cols[order], vals[order]
+    return rows, cols, vals
 
 
 def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:

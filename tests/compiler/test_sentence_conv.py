@@ -333,3 +333,32 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
     st._STAGES.clear()
     assert st.Stage(st.stage_key("supports", sym)).symmetric_sentences
     assert not st.Stage(st.stage_key("supports", ["A", "diag(A 𝟏) A"])).symmetric_sentences
+
+
+def test_stacked_supports_from_parts_in_any_order() -> None:
+    """``_Supports`` stacks per-support ``(rows, cols, values)`` by offsets (one gather per
+    support, one scatter): entries given row-major or shuffled give the same CSR matrix, equal
+    to the dense stack ``[C_1 ‖ … ‖ C_S]``, with an empty row and an empty support."""
+    from matlang.compiler.layers import stage as st
+
+    rng = np.random.default_rng(0)
+    n = 7
+    dense = [(rng.random((n, n)) < p) * rng.integers(1, 9, (n, n)) for p in (0.5, 0.3, 0.0)]
+    dense[0][3] = 0  # an empty row
+    parts, shuffled = [], []
+    for m in dense:
+        r, c = np.nonzero(m)
+        t = (torch.from_numpy(r), torch.from_numpy(c), torch.from_numpy(m[r, c].astype(float)))
+        parts.append(t)
+        perm = torch.from_numpy(rng.permutation(r.size))
+        shuffled.append(tuple(x[perm] for x in t))
+    want = np.concatenate(dense, 1).astype(float)
+    for given in (parts, shuffled):
+        sup = st._Supports(given, n)
+        m = sup.csr(torch.float64)
+        np.testing.assert_array_equal(m.to_dense().numpy(), want)
+        cols = m.col_indices()
+        for row in range(n):  # torch's CSR invariant: sorted columns in every row
+            c = cols[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+            assert bool((c[1:] > c[:-1]).all())
+        np.testing.assert_array_equal(sup.csr_t(torch.float64).to_dense().numpy(), want.T)
