@@ -362,3 +362,23 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
             c = cols[m.crow_indices()[row] : m.crow_indices()[row + 1]]
             assert bool((c[1:] > c[:-1]).all())
         np.testing.assert_array_equal(sup.csr_t(torch.float64).to_dense().numpy(), want.T)
+
+
+@pytest.mark.parametrize("text", ["A", "I", "Aᵀ", "A ⊙ A", "A/3", "I + A"])
+def test_plain_supports_equal_materialise(text: str) -> None:
+    """``A`` and ``I`` are read off the batch (no interpreter pass); the index and values equal
+    :func:`materialise`'s for them, and every other plan is left to it."""
+    from matlang.compiler.api import materialise
+    from matlang.compiler.layers import stage as st
+
+    b = _batch()
+    module = st.Stage(st.stage_key("supports", [text])).module(text, torch.float64)
+    plain = st._plain_support(module, b)
+    if text not in ("A", "I"):
+        if plain is not None:  # another spelling of one of them: still the same matrix
+            index, values = materialise(module, b)
+            assert torch.equal(plain[0], index) and torch.equal(plain[1], values)
+        return
+    assert plain is not None
+    index, values = materialise(module, b)
+    assert torch.equal(plain[0], index) and torch.equal(plain[1], values.to(torch.float64))
