@@ -263,9 +263,11 @@ class Batch:
         if fp is not None:
             self._memo["in_range"] = (fp, True)
         row, col = e[0], e[1]
-        b = (self.batch.numpy() if host else self.batch) if self.num_graphs > 1 else None
+        b = self.batch if self.num_graphs > 1 else None
         if host:  # in chunks: a few MB of temporaries, not E-long keys (80 MB at E = 10⁷)
-            coalesced, loops, crossing = _scan_edges(row, col, n, b)
+            coalesced, loops, crossing = _scan_edges(
+                row, col, n, None if b is None else b.numpy()
+            )
         else:
             key = row * n + col
             coalesced = bool((key[1:] > key[:-1]).all()) if key.shape[0] > 1 else True

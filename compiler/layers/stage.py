@@ -205,85 +205,61 @@ def stage(key: str) -> Stage:
 
 
 class _Supports:
-    """``[C_1 ‖ … ‖ C_S]`` as one ``(N, S·N)`` CSR matrix (column ``s·N + j`` for entry ``(i, j)``
-    of ``C_s``) and its transpose, built once per batch and dtype: forward and backward are one
-    CSR product each (torch's ``sparse.mm``).
+    """The supports ``C_1 … C_S`` of a batch as one ``(N, N)`` CSR matrix each, and their
+    transposes, built once per batch and dtype: the forward ``Σ_s C_s Y_s`` and the backward
+    ``C_sᵀ G`` are one CSR product per support (torch's ``sparse.mm``).
 
-    Assembled without a sort: the supports' entries come support by support, each row-major
-    sorted, so row ``i`` of the stack is row ``i`` of ``C_1``, then of ``C_2``, …, each run of
-    entries placed by its offset. Where every support is symmetric (by structure, on a
-    validated batch) the transpose, row ``s·N + j`` = row ``j`` of ``C_s``, is the entries in
-    the order they came: no transposition at all."""
+    Nothing is sorted or interleaved: each support's entries come row-major sorted (from
+    ``materialise``; sorted here if not), so its CSR row pointers are a bincount. Where every
+    support is symmetric (by structure, on a validated batch) its transpose is itself: no
+    transposition at all. (Stacking them into one ``(N, S·N)`` matrix needed a scatter of
+    every entry per batch, ~2 ms at 128 × ER(25), for one product instead of S.)"""
 
     def __init__(
         self, parts: Sequence[tuple[Tensor, Tensor, Tensor]], n: int, *, symmetric: bool = False
     ) -> None:
         # parts: (rows, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
-        s = len(parts)
-        self.n, self.s = n, s
-        parts = [_row_major(r, c, v, n) for r, c, v in parts]
-        rows = torch.cat([p[0] for p in parts])
-        j = torch.cat([p[1] for p in parts])
-        vals = torch.cat([p[2] for p in parts])
-        device = rows.device
-        # counts[i, k]: entries of row i in C_k (one bincount per support: no (rows·S + s) key)
-        counts = torch.stack([torch.bincount(p[0], minlength=n) for p in parts], 1)
-        self.rowptr = torch.zeros(n + 1, dtype=torch.int64, device=device)
-        torch.cumsum(counts.sum(1), 0, out=self.rowptr[1:])
-        if s == 1:
-            self.col, self.value = j, vals
-        else:
-            # entry e of C_k in row i goes to rowptr[i] + (row i's entries of C_<k) + (its rank
-            # in row i of C_k): with C_k's entries row-major, that rank is e minus the place of
-            # row i's first entry in C_k. One gather per support (index_select: torch's
-            # advanced indexing, a[rows, k], costs ~6× as much on the CPU) and one scatter.
-            before_in_row = torch.cumsum(counts, 1) - counts  # (N, S)
-            # along each support's rows, scanned on the (S, N) transpose (CUDA's scan along the
-            # outer dim of an (N, S) tensor with S ~ 3 takes ~180 ms at N = 10^6 on an H200;
-            # along the inner dim, well under 1 ms)
-            first_in_support = torch.cumsum(counts.t().contiguous(), 1).t() - counts  # (N, S)
-            base = self.rowptr[:-1].unsqueeze(1) + before_in_row - first_in_support
-            pos = torch.cat(
-                [
-                    base[:, k].index_select(0, p[0])
-                    + torch.arange(p[0].numel(), device=device)
-                    for k, p in enumerate(parts)
-                ]
-            )
-            encoded = torch.cat([p[1] + k * n for k, p in enumerate(parts)])
-            self.col = torch.empty_like(j).scatter_(0, pos, encoded)
-            self.value = torch.empty_like(vals).scatter_(0, pos, vals)
-        # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
-        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, j, vals, n))
-        self._transposed: tuple[Tensor, Tensor, Tensor] | None = None
-        if symmetric and s > 1:
-            tptr = torch.zeros(s * n + 1, dtype=torch.int64, device=device)
-            torch.cumsum(counts.t().reshape(-1), 0, out=tptr[1:])
-            self._transposed = (tptr, j, vals)
-        self._csr: dict[torch.dtype, Tensor] = {}
-        self._csr_t: dict[torch.dtype, Tensor] = {}
+        self.n, self.s = n, len(parts)
+        self.parts = [_row_major(r, c, v, n) for r, c, v in parts]
+        self.rowptrs = []
+        for r, _, _ in self.parts:
+            rowptr = torch.zeros(n + 1, dtype=torch.int64, device=r.device)
+            torch.cumsum(torch.bincount(r, minlength=n), 0, out=rowptr[1:])
+            self.rowptrs.append(rowptr)
+        # C_sᵀ = C_s: by structure (every sentence symmetric on a validated batch), or for one
+        # support by looking (the flipped entries are the same set with the same values)
+        self.symmetric = symmetric or (
+            self.s == 1 and _is_symmetric(*self.parts[0], n)
+        )
+        self._csr: dict[torch.dtype, list[Tensor]] = {}
+        self._csr_t: dict[torch.dtype, list[Tensor]] = {}
 
-    def csr(self, dtype: torch.dtype) -> Tensor:
-        m = self._csr.get(dtype)
-        if m is None:
-            m = csr_matrix(self.rowptr, self.col, self.value.to(dtype), (self.n, self.n * self.s))
-            self._csr[dtype] = m
-        return m
+    def entries(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Every entry as ``(rows, support, values)``, support by support."""
+        rows = torch.cat([p[0] for p in self.parts])
+        which = torch.cat([torch.full_like(p[0], k) for k, p in enumerate(self.parts)])
+        return rows, which, torch.cat([p[2] for p in self.parts])
 
-    def csr_t(self, dtype: torch.dtype) -> Tensor:
+    def csr(self, dtype: torch.dtype) -> list[Tensor]:
+        ms = self._csr.get(dtype)
+        if ms is None:
+            ms = [
+                csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
+                for ptr, (_, c, v) in zip(self.rowptrs, self.parts)
+            ]
+            self._csr[dtype] = ms
+        return ms
+
+    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
         if self.symmetric:
             return self.csr(dtype)
-        m = self._csr_t.get(dtype)
-        if m is None and self._transposed is not None:
-            tptr, col, value = self._transposed
-            m = csr_matrix(tptr, col, value.to(dtype), (self.n * self.s, self.n))
-            self._csr_t[dtype] = m
-        if m is None:
+        ms = self._csr_t.get(dtype)
+        if ms is None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-                m = self.csr(dtype).t().to_sparse_csr()
-            self._csr_t[dtype] = m
-        return m
+                ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
+            self._csr_t[dtype] = ms
+        return ms
 
 
 def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
@@ -331,18 +307,23 @@ def _mm(m: Tensor, y: Tensor) -> Tensor:
 
 
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
-    """``Σ_s C_s y[:, s]``: entry ``(i, s·N + j)`` reads row ``s·N + j`` of ``y`` laid out
-    support-major as ``(S·N, C)``."""
+    """``Σ_s C_s y[:, s]``, one CSR product per support (``y`` laid out support-major)."""
     n, s, c = y.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr(y.dtype), y.transpose(0, 1).reshape(s * n, c))
+    ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
+    out: Tensor | None = None
+    for m, ys_k in zip(sup.csr(y.dtype), ys):
+        term = _mm(m, ys_k)
+        out = term if out is None else out + term
+    return y.new_zeros(n, c) if out is None else out
 
 
 def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
     """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
     n, c = g.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr_t(g.dtype), g.contiguous()).reshape(s, n, c).transpose(0, 1).contiguous()
+    g = g.contiguous()
+    return torch.stack([_mm(m, g) for m in sup.csr_t(g.dtype)], 1)
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())

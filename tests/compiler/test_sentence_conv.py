@@ -309,16 +309,17 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
 
     fast_x, fast_p = grads(True)
     sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
-    assert sup._transposed is not None
-    t = sup.csr_t(torch.float64)
-    fwd = sup.csr(torch.float64)
-    assert torch.equal(t.to_dense(), fwd.to_dense().t())
-    for m in (t, fwd):  # sorted columns in every row (torch's CSR invariant)
-        for row in range(m.shape[0]):
-            c = m.col_indices()[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+    assert sup.symmetric
+    ts = sup.csr_t(torch.float64)
+    fwds = sup.csr(torch.float64)
+    assert ts is fwds  # Cᵀ = C: no transposition
+    for t, fwd in zip(ts, fwds):
+        assert torch.equal(t.to_dense(), fwd.to_dense().t())
+        for row in range(fwd.shape[0]):  # sorted columns in every row (torch's CSR invariant)
+            c = fwd.col_indices()[fwd.crow_indices()[row] : fwd.crow_indices()[row + 1]]
             assert bool((c[1:] > c[:-1]).all())
-    # the stacked supports are the sentences' matrices, by the dense oracle
-    dense = fwd.to_dense().reshape(b.num_nodes, len(sym), b.num_nodes)
+    # the supports are the sentences' matrices, by the dense oracle
+    dense = torch.stack([m.to_dense() for m in fwds], 1)
     ptr = b.ptr.tolist()
     for k, g in enumerate(GRAPHS):
         lo, hi = ptr[k], ptr[k + 1]
@@ -336,9 +337,10 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
 
 
 def test_stacked_supports_from_parts_in_any_order() -> None:
-    """``_Supports`` stacks per-support ``(rows, cols, values)`` by offsets (one gather per
-    support, one scatter): entries given row-major or shuffled give the same CSR matrix, equal
-    to the dense stack ``[C_1 ‖ … ‖ C_S]``, with an empty row and an empty support."""
+    """``_Supports`` keeps one CSR matrix per support (row pointers by a bincount): entries
+    given row-major or shuffled give the same matrices, equal to the dense stack
+    ``[C_1 ‖ … ‖ C_S]``, their transposes and entries too, with an empty row and an empty
+    support."""
     from matlang.compiler.layers import stage as st
 
     rng = np.random.default_rng(0)
@@ -355,13 +357,22 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
     want = np.concatenate(dense, 1).astype(float)
     for given in (parts, shuffled):
         sup = st._Supports(given, n)
-        m = sup.csr(torch.float64)
-        np.testing.assert_array_equal(m.to_dense().numpy(), want)
-        cols = m.col_indices()
-        for row in range(n):  # torch's CSR invariant: sorted columns in every row
-            c = cols[m.crow_indices()[row] : m.crow_indices()[row + 1]]
-            assert bool((c[1:] > c[:-1]).all())
-        np.testing.assert_array_equal(sup.csr_t(torch.float64).to_dense().numpy(), want.T)
+        assert not sup.symmetric
+        ms = sup.csr(torch.float64)
+        got = np.concatenate([m.to_dense().numpy() for m in ms], 1)
+        np.testing.assert_array_equal(got, want)
+        for m in ms:
+            cols = m.col_indices()
+            for row in range(n):  # torch's CSR invariant: sorted columns in every row
+                c = cols[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+                assert bool((c[1:] > c[:-1]).all())
+        ts = np.concatenate([m.to_dense().numpy() for m in sup.csr_t(torch.float64)], 0)
+        np.testing.assert_array_equal(ts, want.T)
+        rows, which, vals = sup.entries()
+        back = np.zeros((n, 3 * n))
+        cols = np.concatenate([p[1].numpy() for p in sup.parts])
+        back[rows.numpy(), which.numpy() * n + cols] = vals.numpy()
+        np.testing.assert_array_equal(back, want)
 
 
 @pytest.mark.parametrize("text", ["A", "I", "Aᵀ", "A ⊙ A", "A/3", "I + A"])
