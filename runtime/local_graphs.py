@@ -92,30 +92,51 @@ def graph_fingerprints(
     depends on the batch it came in."""
     sizes_l = np.asarray(sizes, dtype=np.int64).tolist()
     widths = [_width(n) for n in sizes_l]
-    pairs: dict[int, Any] = {}
-    for k in set(widths):  # the batch's pairs in each width its graphs need (usually one)
-        buf = np.empty((np.size(rows), 2), dtype=_WIDTHS[k])
-        buf[:, 0] = rows  # ids of the graphs of this width fit; the others' are not read
-        buf[:, 1] = cols
-        pairs[k] = (buf.reshape(-1).data.cast("B"), 2 * np.dtype(_WIDTHS[k]).itemsize)
     w = None
     if weight is not None:
         w = np.ascontiguousarray(weight, dtype=np.float64).data.cast("B")
     sha = hashlib.sha256
-    out = []
-    b = np.asarray(bounds, dtype=np.int64).tolist()
-    for k, n in enumerate(sizes_l):
-        lo, hi = b[k], b[k + 1]
-        view, step = pairs[widths[k]]
-        h = sha(b"n=%d;E=%d;u%d;" % (n, hi - lo, step * 4))
-        h.update(view[lo * step : hi * step])
-        if w is None:
-            h.update(b";unweighted")
-        else:
-            h.update(b";weights=")
-            h.update(w[lo * 8 : hi * 8])
-        out.append(h.hexdigest())
+    out: list[str] = []
+    barr = np.asarray(bounds, dtype=np.int64)
+    b = barr.tolist()
+    g, k = len(sizes_l), 0
+    while k < g:  # windows of whole graphs with at most FINGERPRINT_CHUNK edges (or one graph)
+        lo = b[k]
+        end = min(max(int(np.searchsorted(barr, lo + FINGERPRINT_CHUNK, "right")) - 1, k + 1), g)
+        views: dict[int, Any] = {}  # the window's pairs in each width its graphs need
+        for j in range(k, end):
+            n, a, z = sizes_l[j], b[j], b[j + 1]
+            step = 2 * np.dtype(_WIDTHS[widths[j]]).itemsize
+            h = sha(b"n=%d;E=%d;u%d;" % (n, z - a, step * 4))
+            if z - a > FINGERPRINT_CHUNK:  # one large graph: its pairs a chunk at a time
+                for c in range(a, z, FINGERPRINT_CHUNK):
+                    h.update(_pairs(rows, cols, c, min(c + FINGERPRINT_CHUNK, z), widths[j]))
+            else:
+                view = views.get(widths[j])
+                if view is None:
+                    view = views[widths[j]] = _pairs(rows, cols, lo, b[end], widths[j])
+                h.update(view[(a - lo) * step : (z - lo) * step])
+            if w is None:
+                h.update(b";unweighted")
+            else:
+                h.update(b";weights=")
+                h.update(w[a * 8 : z * 8])
+            out.append(h.hexdigest())
+        k = end
     return out
+
+
+#: Edges hashed per buffer by :func:`graph_fingerprints` (a few MB, whatever the batch).
+FINGERPRINT_CHUNK = 1 << 18
+
+
+def _pairs(rows: np.ndarray, cols: np.ndarray, lo: int, hi: int, width: int) -> Any:
+    """The bytes of the pairs ``(rows[e], cols[e])`` for ``lo <= e < hi`` in ``_WIDTHS[width]``
+    (ids of other widths' graphs wrap around; they are not read)."""
+    buf = np.empty((hi - lo, 2), dtype=_WIDTHS[width])
+    buf[:, 0] = rows[lo:hi]
+    buf[:, 1] = cols[lo:hi]
+    return buf.reshape(-1).data.cast("B")
 
 
 def as_local_graph(obj: Any) -> LocalGraph:

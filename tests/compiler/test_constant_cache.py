@@ -292,3 +292,24 @@ def test_fingerprints_tell_graphs_apart_in_every_width() -> None:
         graph_fingerprint(300, *small, None),  # the same edges, 16-bit ids
     }
     assert len(others) == 5 and alone[0] not in others
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_fingerprints_in_windows_and_chunks_equal_whole(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing a batch in windows of graphs and a large graph in chunks of its edges (bounded
+    buffers, whatever the batch) gives the digests of hashing everything at once."""
+    from matlang.runtime import local_graphs
+    from matlang.runtime.preprocess import graph_fingerprints
+
+    rng = np.random.default_rng(5)
+    sizes = np.array([3, 300, 9, 1, 70_000])
+    counts = np.array([5, 0, 17, 0, 11])
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    rows = np.concatenate([rng.integers(0, n, c) for n, c in zip(sizes, counts)])
+    cols = np.concatenate([rng.integers(0, n, c) for n, c in zip(sizes, counts)])
+    w = rng.random(rows.size)
+    want = [graph_fingerprints(sizes, bounds, rows, cols, x) for x in (None, w)]
+    monkeypatch.setattr(local_graphs, "FINGERPRINT_CHUNK", chunk)
+    assert [graph_fingerprints(sizes, bounds, rows, cols, x) for x in (None, w)] == want
