@@ -12,7 +12,8 @@ block-diagonal batch, exactly (int64) where the values are integers and in float
                        product is never formed
 ``compose``/``union``  ``S ∘ T`` (``any_pair`` product) and ``S ∪ T``
 ``lookup``             ``M|S`` read from ``M`` on another mask (0 where it has no entry)
-``propagate``          ``M h`` (``mxv``); ``row_sum``, ``diagonal``, ``readout``
+``propagate``          ``M h`` (scipy's CSR/CSC kernel on the mask's own arrays; ``mxv``
+                       for an iso ``M``); ``row_sum``, ``diagonal``, ``readout``
 =====================  ========================================================================
 
 Values on a mask are numpy arrays aligned with the mask's entries (row-major for ``S``, the same
