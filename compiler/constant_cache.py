@@ -76,9 +76,15 @@ class StageResult:
 class _Piece:
     """One graph's share of a :class:`StageResult`, local node ids."""
 
-    values: dict[int, Any]  # a Mask as (row counts, indices, transposed), values as arrays
-    counts: dict[int, int]  # entries of every computed register on this graph
+    values: dict[int, Any]  # a Mask as (row counts, indices, transposed), values as arrays;
+    # the edge mask as EDGES (it is the batch's own edges: rebuilt from them, not stored)
+    regs: tuple[int, ...]  # the computed registers, in the order of counts
+    counts: np.ndarray  # entries of every computed register on this graph (int64)
     operators: dict[OperatorKey, Csr]
+
+
+#: A piece's edge mask: the batch's coalesced edges, the same arrays the stage reads.
+EDGES = "edges"
 
 
 def run_stage(stage: ConstantStage, graphs: Graphs, operators: set[OperatorKey]) -> StageResult:
@@ -109,6 +115,7 @@ class CachedStage:
         plan = stage.plan
         self._kinds = {k: st.kind for k, st in enumerate(plan.steps)}
         self._masks = {k: st.mask for k, st in enumerate(plan.steps)}
+        self._edges = frozenset(k for k, st in enumerate(plan.steps) if st.op == "edges")
 
     @staticmethod
     def worth(stage: ConstantStage) -> bool:
@@ -119,8 +126,12 @@ class CachedStage:
         """The stage's results on ``graphs``, assembled from cached graphs where it can."""
         g = graphs.g
         bounds = np.searchsorted(graphs.rows, graphs.ptr)  # graph k: edges bounds[k]:bounds[k+1]
-        starts = np.repeat(graphs.ptr[:-1], np.diff(bounds))
-        local_rows, local_cols = graphs.rows - starts, graphs.cols - starts
+        if g == 1 and int(graphs.ptr[0]) == 0:  # one graph: its ids are already local
+            local_rows, local_cols = graphs.rows, graphs.cols
+        else:
+            starts = np.repeat(graphs.ptr[:-1], np.diff(bounds))
+            local_rows, local_cols = graphs.rows - starts, graphs.cols - starts
+            del starts
         weights = None if graphs.weight is None else graphs.weight.dtype.str
         # one short string for the options: hashing a key hashes it (cached on the str)
         options = repr((self.params, ("weights", weights), ("symmetric", graphs.symmetric)))
@@ -129,19 +140,21 @@ class CachedStage:
         keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
         pieces = self.cache.lookup(keys)
         missing = [k for k in range(g) if pieces[k] is MISSING]
+        if len(missing) == g:  # the local ids are needed no more: 2E ids not held meanwhile
+            del local_rows, local_cols
+            result, counts = self._compute(graphs)
+            for k in range(g):
+                piece = _split(result, counts, graphs.ptr, k, self._kinds, self._masks, self._edges)
+                self.cache.store(keys[k], piece)
+            return result
         if missing:
-            sub = (
-                graphs
-                if len(missing) == g
-                else _subset(graphs, missing, bounds, local_rows, local_cols)
-            )
+            sub = _subset(graphs, missing, bounds, local_rows, local_cols)
+            del local_rows, local_cols
             result, counts = self._compute(sub)
             for j, k in enumerate(missing):
-                piece = _split(result, counts, sub.ptr, j, self._kinds, self._masks)
+                piece = _split(result, counts, sub.ptr, j, self._kinds, self._masks, self._edges)
                 pieces[k] = piece
                 self.cache.store(keys[k], piece)
-            if len(missing) == g:
-                return result
         return _assemble(pieces, graphs)
 
     def _compute(self, graphs: Graphs) -> tuple[StageResult, dict[int, np.ndarray]]:
@@ -196,13 +209,16 @@ def _split(
     k: int,
     kinds: dict[int, str],
     masks: dict[int, int | None],
+    edges: frozenset[int] = frozenset(),
 ) -> _Piece:
     """Graph ``k``'s share of ``result`` (copies: the batch's arrays stay the batch's; a value
     that is the same on every entry is spelled out, so that pieces concatenate)."""
     a, b = int(ptr[k]), int(ptr[k + 1])
     values: dict[int, Any] = {}
     for reg, v in result.values.items():
-        if isinstance(v, Mask):
+        if reg in edges and isinstance(v, Mask) and not v.transposed:
+            values[reg] = EDGES
+        elif isinstance(v, Mask):
             indptr, indices, _, _ = _csr_slice(v.indptr, v.indices, a, b)
             values[reg] = (indptr, indices, v.transposed)
         elif is_iso(v):
@@ -219,7 +235,8 @@ def _split(
     for key, (indptr, indices, vals, symmetric) in result.operators.items():
         ip, ix, lo, hi = _csr_slice(indptr, indices, a, b)
         ops[key] = (ip, ix, np.ascontiguousarray(vals[lo:hi]), symmetric)
-    return _Piece(values, {reg: int(c[k]) for reg, c in counts.items()}, ops)
+    regs = tuple(counts)
+    return _Piece(values, regs, np.array([c[k] for c in counts.values()], dtype=np.int64), ops)
 
 
 def _concat_csr(
@@ -239,15 +256,17 @@ def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
     first = pieces[0]
     values: dict[int, Any] = {}
     for reg, v0 in first.values.items():
+        if isinstance(v0, str) and v0 == EDGES:  # the batch's own edges, as the stage reads them
+            values[reg] = Mask.from_sorted_coo(graphs.n, graphs.rows, graphs.cols)
+            continue
         parts = [p.values[reg] for p in pieces]
         if isinstance(v0, tuple):
             indptr, indices = _concat_csr([(p[0], p[1]) for p in parts], ptr)
             values[reg] = Mask(graphs.n, indptr, indices, transposed=v0[2])
         else:
             values[reg] = np.concatenate(parts)
-    regs = list(first.counts)
-    totals = np.array([[p.counts[r] for r in regs] for p in pieces], dtype=np.int64).sum(0)
-    sizes = dict(zip(regs, totals.tolist()))
+    totals = np.add.reduce([p.counts for p in pieces]) if len(pieces) > 1 else first.counts
+    sizes = dict(zip(first.regs, totals.tolist()))
     ops: dict[OperatorKey, Csr] = {}
     for key in first.operators:
         ops_k = [p.operators[key] for p in pieces]

@@ -430,8 +430,8 @@ def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
             w = w.astype(np.int64)
     return Graphs(
         batch.num_nodes,
-        batch.ptr.detach().cpu().numpy().astype(np.int64),
-        batch.batch.detach().cpu().numpy().astype(np.int64),
+        batch.ptr.detach().cpu().numpy().astype(np.int64, copy=False),
+        batch.batch.detach().cpu().numpy().astype(np.int64, copy=False),
         ei[0],
         ei[1],
         w,

@@ -12,7 +12,8 @@ block-diagonal batch, exactly (int64) where the values are integers and in float
                        product is never formed
 ``compose``/``union``  ``S ∘ T`` (``any_pair`` product) and ``S ∪ T``
 ``lookup``             ``M|S`` read from ``M`` on another mask (0 where it has no entry)
-``propagate``          ``M h`` (``mxv``); ``row_sum``, ``diagonal``, ``readout``
+``propagate``          ``M h`` (scipy's CSR/CSC kernel on the mask's own arrays; ``mxv``
+                       for an iso ``M``); ``row_sum``, ``diagonal``, ``readout``
 =====================  ========================================================================
 
 Values on a mask are numpy arrays aligned with the mask's entries (row-major for ``S``, the same
@@ -89,8 +90,11 @@ def maxabs(x: np.ndarray) -> int | float:
         return 0
     if x.dtype == object:
         return max(abs(v) for v in x.flat)
-    m = np.abs(x).max()
-    return int(m) if x.dtype.kind in "iub" else float(m)
+    # the extremes, not np.abs(x).max(): no temporary the size of x (an E-long array at
+    # n = 10⁶ is 80 MB), and exact for int64's most negative value (Python ints)
+    if x.dtype.kind in "iub":
+        return max(int(x.max()), -int(x.min()))
+    return float(max(x.max(), -x.min()))
 
 
 def _integral(x: np.ndarray) -> bool:
@@ -290,12 +294,29 @@ class Mask:
             return out
         if r.nvals * 4 < self.nnz:  # few entries: find their places by binary search
             rows, cols, vals = r.to_coo()
-            pos = np.searchsorted(self.keys, rows.astype(np.int64) * self.n + cols)
-            out[pos] = vals
+            out[self.positions(rows, cols)] = vals
             return out
         z = self._import(np.zeros((), dtype=dtype))  # a fresh one: it is written to
         z(gb.binary.plus) << r
         return self._entry_values(z.ss.export("csr", sort=True), dtype)
+
+    def positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The entry numbers of the stored entries ``(rows[k], cols[k])`` (each in the
+        structure): a binary search inside each one's row, all at once, in O(k) memory and
+        O(k log max_row) time — not a search in the structure's keys, which would hold an
+        E-long array (80 MB at E = 10⁷) for a handful of entries."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        lo = self.indptr[rows]
+        hi = self.indptr[rows + 1]  # the answer is in [lo, hi): columns sorted in each row
+        while True:
+            live = lo < hi
+            if not live.any():
+                return lo
+            mid = (lo + hi) >> 1
+            below = live & (self.indices[np.minimum(mid, max(self.nnz - 1, 0))] < cols)
+            lo = np.where(below, mid + 1, lo)
+            hi = np.where(live & ~below, mid, hi)
 
     def _entry_values(self, info: dict[str, Any], dtype: np.dtype) -> np.ndarray:
         """One value per entry of this mask from an exported matrix with every entry: an iso
@@ -481,14 +502,18 @@ class Kernels:
         read = s.flip() if transpose else s
         if is_iso(values) and is_iso(h):
             return read.row_counts * (values * h)
-        gb = _gb()
         (vals, vec), den = self._integer_operands(
             values, h, terms=max(read.max_row, 1), what="a matrix-vector product"
         )
         if is_iso(vec):
             vec = np.full(self.n, vec, dtype=vec.dtype)
-        m = read.matrix(vals)
         dtype = np.result_type(vals.dtype, vec.dtype)
+        if not is_iso(vals):
+            out = _matvec(s, vals, vec, transpose=read.transposed, dtype=dtype)
+            if out is not None:
+                return _rational(out, den) if den != 1 else out
+        gb = _gb()
+        m = read.matrix(vals)
         t = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
         v = gb.Vector.from_dense(np.ascontiguousarray(vec, dtype=t.np_type))
         ring = gb.semiring.plus_second if is_iso(vals) and vals == 1 else gb.semiring.plus_times
@@ -535,6 +560,12 @@ class Kernels:
 
     # pointwise ------------------------------------------------------------------------
     def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # 1 ⊙ M = M (A of a 0/1 graph times a matrix on its edges): the same array, not an
+        # E-long copy; the stage never writes into a value it computed
+        for one, other in ((x, y), (y, x)):
+            if is_iso(one) and _integral(one) and one == 1 and _integral(other):
+                if other.dtype == np.result_type(one.dtype, other.dtype):
+                    return other
         if _integral(x) and _integral(y) and not self.fits(maxabs(x) * maxabs(y), "a product"):
             x = x.astype(np.float64)
         return np.multiply(x, y)
@@ -557,6 +588,28 @@ class Kernels:
         out = np.empty(xs.shape, dtype=object)
         out.flat[:] = [_exact(Fraction(a) / Fraction(b)) for a, b in zip(xs.flat, ys.flat)]
         return out
+
+
+def _matvec(
+    s: Mask, values: np.ndarray, h: np.ndarray, *, transpose: bool, dtype: np.dtype
+) -> np.ndarray | None:
+    """``M h`` (``transpose``: ``Mᵀ h``) for ``values`` on the stored structure of ``s``, by
+    scipy's CSR (CSC) kernel on the mask's own arrays: no copy of the structure into
+    GraphBLAS (an import is ``indptr``, indices and values copied, 168 MB at E = 10⁷, and at
+    one thread it costs 5–8× the product). Each row (column) is summed alone, in its entries'
+    order, so a node's value never depends on other graphs. ``None`` where scipy's kernel is
+    not there (the caller takes GraphBLAS)."""
+    try:
+        from scipy.sparse._sparsetools import csc_matvec, csr_matvec
+    except ImportError:  # pragma: no cover - a scipy without its private kernels
+        return None
+    t = np.dtype(np.int64) if dtype.kind in "iub" else np.dtype(np.float64)
+    vals = np.ascontiguousarray(values, dtype=t)
+    vec = np.ascontiguousarray(h, dtype=t)
+    out = np.zeros(s.n, dtype=t)
+    kernel = csc_matvec if transpose else csr_matvec
+    kernel(s.n, s.n, s.indptr, s.indices, vals, vec, out)
+    return out
 
 
 __all__ = ["Kernels", "Mask", "SAFE", "is_iso", "maxabs", "segment_sum", "set_threads"]

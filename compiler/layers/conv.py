@@ -425,10 +425,8 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
 
         def compute() -> Tensor:
             sup = st.supports(edge_index, batch, n)
-            rows = torch.repeat_interleave(
-                torch.arange(n, device=sup.rowptr.device), sup.rowptr[1:] - sup.rowptr[:-1]
-            )
-            return _scale(rows, sup.col % sup.s, sup.value, n, sup.s, batch)
+            rows, which, vals = sup.entries()
+            return _scale(rows, which, vals, n, sup.s, batch)
 
         return st.remembered(edge_index, batch, n, compute, "normalize")  # type: ignore[no-any-return]
 

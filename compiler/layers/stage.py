@@ -127,22 +127,13 @@ class Stage:
 
         def compute() -> _Supports:
             b = make_batch(edge_index, batch, n)
-            texts = self.sentences
-            rows, cols, vals = [], [], []
-            for s, text in enumerate(texts):
+            parts = []
+            for text in self.sentences:
                 # the sentence compiled once (per stage), materialised on every batch
-                index, values = materialise(self.module(text, torch.float64), b)
-                rows.append(index[0])
-                cols.append(index[1] * len(texts) + s)
-                vals.append(values.to(torch.float64))
-            return _Supports(
-                torch.cat(rows),
-                torch.cat(cols),
-                torch.cat(vals),
-                n,
-                len(texts),
-                symmetric=self.symmetric_sentences,
-            )
+                module = self.module(text, torch.float64)
+                index, values = _plain_support(module, b) or materialise(module, b)
+                parts.append((index[0], index[1], values.to(torch.float64)))
+            return _Supports(parts, n, symmetric=self.symmetric_sentences)
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
@@ -214,81 +205,93 @@ def stage(key: str) -> Stage:
 
 
 class _Supports:
-    """``[C_1 ‖ … ‖ C_S]`` as one ``(N, S·N)`` CSR matrix (column ``s·N + j`` for entry ``(i, j)``
-    of ``C_s``) and its transpose, built once per batch and dtype: forward and backward are one
-    CSR product each (torch's ``sparse.mm``).
+    """The supports ``C_1 … C_S`` of a batch as one ``(N, N)`` CSR matrix each, and their
+    transposes, built once per batch and dtype: the forward ``Σ_s C_s Y_s`` and the backward
+    ``C_sᵀ G`` are one CSR product per support (torch's ``sparse.mm``).
 
-    Assembled without a sort: the supports' entries come support by support, each row-major
-    sorted, so row ``i`` of the stack is row ``i`` of ``C_1``, then of ``C_2``, …, each run of
-    entries placed by its offset. Where every support is symmetric (by structure, on a
-    validated batch) the transpose, row ``s·N + j`` = row ``j`` of ``C_s``, is the entries in
-    the order they came: no transposition at all."""
+    Nothing is sorted or interleaved: each support's entries come row-major sorted (from
+    ``materialise``; sorted here if not), so its CSR row pointers are a bincount. Where every
+    support is symmetric (by structure, on a validated batch) its transpose is itself: no
+    transposition at all. (Stacking them into one ``(N, S·N)`` matrix needed a scatter of
+    every entry per batch, ~2 ms at 128 × ER(25), for one product instead of S.)"""
 
     def __init__(
-        self, rows: Tensor, cols: Tensor, vals: Tensor, n: int, s: int, *, symmetric: bool = False
+        self, parts: Sequence[tuple[Tensor, Tensor, Tensor]], n: int, *, symmetric: bool = False
     ) -> None:
-        # cols encode (j, s) as j·S + s (Stage.supports)
-        self.n, self.s = n, s
-        sup = cols % s
-        j = torch.div(cols, s, rounding_mode="floor")
-        key = (sup * n + rows) * n + j
-        if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
-            # not support by support, row-major (materialise sorts them): put them so
-            order = torch.argsort(key)
-            rows, cols, vals = rows[order], cols[order], vals[order]
-            sup, j = sup[order], j[order]
-        counts = torch.bincount(rows * s + sup, minlength=n * s).reshape(n, s)
-        self.rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-        torch.cumsum(counts.sum(1), 0, out=self.rowptr[1:])
-        if s == 1:
-            self.col, self.value = j, vals
-        else:
-            # row i's start inside C_s: a scan along each support's rows, run on the (S, N)
-            # transpose (CUDA's scan along the outer dim of an (N, S) tensor with S ~ 3 takes
-            # ~180 ms at N = 10^6 on an H200; along the inner dim, well under 1 ms)
-            row_in_support = torch.cumsum(counts.t().contiguous(), 1).t() - counts
-            total = counts.sum(0)
-            support_start = torch.cumsum(total, 0) - total  # C_s's start in the entries
-            before_in_row = torch.cumsum(counts, 1) - counts  # row i's entries of C_<s
-            rank = torch.arange(rows.numel(), device=rows.device) - (
-                support_start[sup] + row_in_support[rows, sup]
-            )
-            pos = self.rowptr[rows] + before_in_row[rows, sup] + rank
-            self.col = torch.empty_like(cols)
-            self.col[pos] = sup * n + j
-            self.value = torch.empty_like(vals)
-            self.value[pos] = vals
-        # one support whose entries, flipped, are the same set with the same values: Cᵀ = C
-        self.symmetric = s == 1 and (symmetric or _is_symmetric(rows, cols, vals, n))
-        self._transposed: tuple[Tensor, Tensor, Tensor] | None = None
-        if symmetric and s > 1:
-            tptr = torch.zeros(s * n + 1, dtype=torch.int64, device=rows.device)
-            torch.cumsum(counts.t().reshape(-1), 0, out=tptr[1:])
-            self._transposed = (tptr, j, vals)
-        self._csr: dict[torch.dtype, Tensor] = {}
-        self._csr_t: dict[torch.dtype, Tensor] = {}
+        # parts: (rows, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
+        self.n, self.s = n, len(parts)
+        self.parts = [_row_major(r, c, v, n) for r, c, v in parts]
+        self.rowptrs = []
+        for r, _, _ in self.parts:
+            rowptr = torch.zeros(n + 1, dtype=torch.int64, device=r.device)
+            torch.cumsum(torch.bincount(r, minlength=n), 0, out=rowptr[1:])
+            self.rowptrs.append(rowptr)
+        # C_sᵀ = C_s: by structure (every sentence symmetric on a validated batch), or for one
+        # support by looking (the flipped entries are the same set with the same values)
+        self.symmetric = symmetric or (
+            self.s == 1 and _is_symmetric(*self.parts[0], n)
+        )
+        self._csr: dict[torch.dtype, list[Tensor]] = {}
+        self._csr_t: dict[torch.dtype, list[Tensor]] = {}
 
-    def csr(self, dtype: torch.dtype) -> Tensor:
-        m = self._csr.get(dtype)
-        if m is None:
-            m = csr_matrix(self.rowptr, self.col, self.value.to(dtype), (self.n, self.n * self.s))
-            self._csr[dtype] = m
-        return m
+    def entries(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Every entry as ``(rows, support, values)``, support by support."""
+        rows = torch.cat([p[0] for p in self.parts])
+        which = torch.cat([torch.full_like(p[0], k) for k, p in enumerate(self.parts)])
+        return rows, which, torch.cat([p[2] for p in self.parts])
 
-    def csr_t(self, dtype: torch.dtype) -> Tensor:
+    def csr(self, dtype: torch.dtype) -> list[Tensor]:
+        ms = self._csr.get(dtype)
+        if ms is None:
+            ms = [
+                csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
+                for ptr, (_, c, v) in zip(self.rowptrs, self.parts)
+            ]
+            self._csr[dtype] = ms
+        return ms
+
+    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
         if self.symmetric:
             return self.csr(dtype)
-        m = self._csr_t.get(dtype)
-        if m is None and self._transposed is not None:
-            tptr, col, value = self._transposed
-            m = csr_matrix(tptr, col, value.to(dtype), (self.n * self.s, self.n))
-            self._csr_t[dtype] = m
-        if m is None:
+        ms = self._csr_t.get(dtype)
+        if ms is None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-                m = self.csr(dtype).t().to_sparse_csr()
-            self._csr_t[dtype] = m
-        return m
+                ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
+            self._csr_t[dtype] = ms
+        return ms
+
+
+def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
+    """``A`` or ``I`` of an unweighted batch read off the batch (its coalesced edges, or the
+    diagonal) with values 1: what :func:`~compiler.api.materialise` gives for these plans
+    (checked by a test), without a pass of the interpreter (~0.3 ms a batch each). ``None``
+    for any other plan."""
+    plan = module.plan
+    ops = [st.op for st in plan.steps]
+    if b.edge_weight is not None or len(plan.outputs) != 1:
+        return None
+    if plan.outputs[0].register != len(ops) - 1:
+        return None
+    if ops == ["edges", "adjacency"]:
+        from matlang.runtime.masks import prepared_edges
+
+        edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
+        return edges, torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
+    if ops == ["identity", "ones", "as_edge"]:
+        i = torch.arange(b.num_nodes, device=b.edge_index.device)
+        return torch.stack([i, i]), torch.ones(b.num_nodes, dtype=torch.float64, device=i.device)
+    return None
+
+
+def _row_major(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """A support's entries sorted row-major (``materialise`` gives them so; sorted here if
+    not)."""
+    key = rows * n + cols
+    if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
+        order = torch.argsort(key)
+        return rows[order], cols[order], vals[order]
+    return rows, cols, vals
 
 
 def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
@@ -304,18 +307,23 @@ def _mm(m: Tensor, y: Tensor) -> Tensor:
 
 
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
-    """``Σ_s C_s y[:, s]``: entry ``(i, s·N + j)`` reads row ``s·N + j`` of ``y`` laid out
-    support-major as ``(S·N, C)``."""
+    """``Σ_s C_s y[:, s]``, one CSR product per support (``y`` laid out support-major)."""
     n, s, c = y.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr(y.dtype), y.transpose(0, 1).reshape(s * n, c))
+    ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
+    out: Tensor | None = None
+    for m, ys_k in zip(sup.csr(y.dtype), ys):
+        term = _mm(m, ys_k)
+        out = term if out is None else out + term
+    return y.new_zeros(n, c) if out is None else out
 
 
 def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
     """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
     n, c = g.shape
     sup = stage(key).supports(edge_index, batch, n)
-    return _mm(sup.csr_t(g.dtype), g.contiguous()).reshape(s, n, c).transpose(0, 1).contiguous()
+    g = g.contiguous()
+    return torch.stack([_mm(m, g) for m in sup.csr_t(g.dtype)], 1)
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())

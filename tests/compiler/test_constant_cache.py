@@ -264,3 +264,52 @@ def test_batch_fingerprints_equal_one_by_one() -> None:
             for k in range(3)
         ]
         assert got == want and len(set(got)) == 3
+
+
+def test_fingerprints_tell_graphs_apart_in_every_width() -> None:
+    """Digests hash the edges in the narrowest width holding the graph's ids (8, 16, 32 bits):
+    the same graph in any batch (beside graphs of other widths) has one digest, and graphs that
+    differ in one edge, in ``n`` or in a weight have different ones."""
+    from matlang.runtime.local_graphs import _width
+    from matlang.runtime.preprocess import graph_fingerprint, graph_fingerprints
+
+    assert [_width(n) for n in (1, 256, 257, 65536, 65537, 2**32, 2**32 + 1)] == [
+        0, 0, 1, 1, 2, 2, 3
+    ]
+    small = (np.array([0, 1, 1, 2]), np.array([1, 0, 2, 1]))
+    big_n = 70_000  # 32-bit ids
+    big = (np.array([0, 69_999]), np.array([69_999, 0]))
+    alone = [graph_fingerprint(3, *small, None), graph_fingerprint(big_n, *big, None)]
+    rows = np.concatenate([small[0], big[0]])
+    cols = np.concatenate([small[1], big[1]])
+    together = graph_fingerprints(np.array([3, big_n]), np.array([0, 4, 6]), rows, cols, None)
+    assert together == alone
+    others = {
+        graph_fingerprint(4, *small, None),  # another n
+        graph_fingerprint(3, np.array([0, 1]), np.array([1, 0]), None),  # an edge fewer
+        graph_fingerprint(3, *small, np.array([1.0, 1.0, 2.0, 2.0])),  # weighted
+        graph_fingerprint(3, *small, np.array([1.0, 1.0, 3.0, 3.0])),
+        graph_fingerprint(300, *small, None),  # the same edges, 16-bit ids
+    }
+    assert len(others) == 5 and alone[0] not in others
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_fingerprints_in_windows_and_chunks_equal_whole(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing a batch in windows of graphs and a large graph in chunks of its edges (bounded
+    buffers, whatever the batch) gives the digests of hashing everything at once."""
+    from matlang.runtime import local_graphs
+    from matlang.runtime.preprocess import graph_fingerprints
+
+    rng = np.random.default_rng(5)
+    sizes = np.array([3, 300, 9, 1, 70_000])
+    counts = np.array([5, 0, 17, 0, 11])
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    rows = np.concatenate([rng.integers(0, n, c) for n, c in zip(sizes, counts)])
+    cols = np.concatenate([rng.integers(0, n, c) for n, c in zip(sizes, counts)])
+    w = rng.random(rows.size)
+    want = [graph_fingerprints(sizes, bounds, rows, cols, x) for x in (None, w)]
+    monkeypatch.setattr(local_graphs, "FINGERPRINT_CHUNK", chunk)
+    assert [graph_fingerprints(sizes, bounds, rows, cols, x) for x in (None, w)] == want

@@ -310,16 +310,17 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
 
     fast_x, fast_p = grads(True)
     sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
-    assert sup._transposed is not None
-    t = sup.csr_t(torch.float64)
-    fwd = sup.csr(torch.float64)
-    assert torch.equal(t.to_dense(), fwd.to_dense().t())
-    for m in (t, fwd):  # sorted columns in every row (torch's CSR invariant)
-        for row in range(m.shape[0]):
-            c = m.col_indices()[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+    assert sup.symmetric
+    ts = sup.csr_t(torch.float64)
+    fwds = sup.csr(torch.float64)
+    assert ts is fwds  # Cᵀ = C: no transposition
+    for t, fwd in zip(ts, fwds):
+        assert torch.equal(t.to_dense(), fwd.to_dense().t())
+        for row in range(fwd.shape[0]):  # sorted columns in every row (torch's CSR invariant)
+            c = fwd.col_indices()[fwd.crow_indices()[row] : fwd.crow_indices()[row + 1]]
             assert bool((c[1:] > c[:-1]).all())
-    # the stacked supports are the sentences' matrices, by the dense oracle
-    dense = fwd.to_dense().reshape(b.num_nodes, len(sym), b.num_nodes)
+    # the supports are the sentences' matrices, by the dense oracle
+    dense = torch.stack([m.to_dense() for m in fwds], 1)
     ptr = b.ptr.tolist()
     for k, g in enumerate(GRAPHS):
         lo, hi = ptr[k], ptr[k + 1]
@@ -394,3 +395,62 @@ def test_sentence_gnn_default_trains_a_count_as_robustly_as_gin() -> None:
     assert np.isfinite(ours).all() and ours[-1] <= gin[-1] and ours[-1] < 0.1 * ours[0]
     plain = train(lambda: SentenceGNN(1, 1, norm=None), epochs=3)
     assert not np.isfinite(plain[-1]) or plain[-1] > 1e3 * gin[-1]
+
+
+def test_stacked_supports_from_parts_in_any_order() -> None:
+    """``_Supports`` keeps one CSR matrix per support (row pointers by a bincount): entries
+    given row-major or shuffled give the same matrices, equal to the dense stack
+    ``[C_1 ‖ … ‖ C_S]``, their transposes and entries too, with an empty row and an empty
+    support."""
+    from matlang.compiler.layers import stage as st
+
+    rng = np.random.default_rng(0)
+    n = 7
+    dense = [(rng.random((n, n)) < p) * rng.integers(1, 9, (n, n)) for p in (0.5, 0.3, 0.0)]
+    dense[0][3] = 0  # an empty row
+    parts, shuffled = [], []
+    for m in dense:
+        r, c = np.nonzero(m)
+        t = (torch.from_numpy(r), torch.from_numpy(c), torch.from_numpy(m[r, c].astype(float)))
+        parts.append(t)
+        perm = torch.from_numpy(rng.permutation(r.size))
+        shuffled.append(tuple(x[perm] for x in t))
+    want = np.concatenate(dense, 1).astype(float)
+    for given in (parts, shuffled):
+        sup = st._Supports(given, n)
+        assert not sup.symmetric
+        ms = sup.csr(torch.float64)
+        got = np.concatenate([m.to_dense().numpy() for m in ms], 1)
+        np.testing.assert_array_equal(got, want)
+        for m in ms:
+            cols = m.col_indices()
+            for row in range(n):  # torch's CSR invariant: sorted columns in every row
+                c = cols[m.crow_indices()[row] : m.crow_indices()[row + 1]]
+                assert bool((c[1:] > c[:-1]).all())
+        ts = np.concatenate([m.to_dense().numpy() for m in sup.csr_t(torch.float64)], 0)
+        np.testing.assert_array_equal(ts, want.T)
+        rows, which, vals = sup.entries()
+        back = np.zeros((n, 3 * n))
+        cols = np.concatenate([p[1].numpy() for p in sup.parts])
+        back[rows.numpy(), which.numpy() * n + cols] = vals.numpy()
+        np.testing.assert_array_equal(back, want)
+
+
+@pytest.mark.parametrize("text", ["A", "I", "Aᵀ", "A ⊙ A", "A/3", "I + A"])
+def test_plain_supports_equal_materialise(text: str) -> None:
+    """``A`` and ``I`` are read off the batch (no interpreter pass); the index and values equal
+    :func:`materialise`'s for them, and every other plan is left to it."""
+    from matlang.compiler.api import materialise
+    from matlang.compiler.layers import stage as st
+
+    b = _batch()
+    module = st.Stage(st.stage_key("supports", [text])).module(text, torch.float64)
+    plain = st._plain_support(module, b)
+    if text not in ("A", "I"):
+        if plain is not None:  # another spelling of one of them: still the same matrix
+            index, values = materialise(module, b)
+            assert torch.equal(plain[0], index) and torch.equal(plain[1], values)
+        return
+    assert plain is not None
+    index, values = materialise(module, b)
+    assert torch.equal(plain[0], index) and torch.equal(plain[1], values.to(torch.float64))

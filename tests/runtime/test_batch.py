@@ -194,3 +194,34 @@ def test_one_pass_validation_leaves_bad_batches_to_the_named_errors() -> None:
     assert Batch(loop, torch.zeros(2, dtype=torch.int64), torch.tensor([0, 2])).validate(
         allow_self_loops=True
     )
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 18])
+def test_chunked_scan_sees_every_edge_across_chunk_boundaries(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's validation scans the edges in chunks (no E-long key array): an unsorted pair,
+    a repeat, a self-loop or an edge between graphs is found wherever it falls, also straddling
+    two chunks, and a valid batch still passes."""
+    import matlang.runtime.batch as rb
+
+    monkeypatch.setattr(rb, "SCAN_CHUNK", chunk)
+    k4 = torch.tensor([[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3], [1, 2, 3, 0, 2, 3, 0, 1, 3, 0, 1, 2]])
+    z = torch.zeros(4, dtype=torch.int64)
+    ptr = torch.tensor([0, 4])
+    assert Batch(k4, z, ptr).validate().is_coalesced()
+    for at in range(k4.shape[1] - 1):  # two neighbours swapped: still symmetric, not sorted
+        swapped = k4.clone()
+        swapped[:, [at, at + 1]] = swapped[:, [at + 1, at]]
+        b = Batch(swapped, z, ptr)
+        assert b.validate() is b and not b.is_coalesced()
+        repeated = torch.cat([k4[:, : at + 1], k4[:, at : at + 1], k4[:, at + 1 :]], 1)
+        with pytest.raises(GraphError, match="stored twice"):
+            Batch(repeated, z, ptr).validate()
+    coalesced, loops, crossing = rb._scan_edges(
+        np.array([0, 1, 1, 2]), np.array([1, 0, 1, 0]), 3, np.array([0, 0, 1])
+    )
+    assert (coalesced, loops, crossing) == (True, True, True)
+    two = torch.tensor([[0, 1, 2, 3, 3, 4], [1, 0, 3, 2, 4, 3]])
+    with pytest.raises(GraphError, match="joins graph"):
+        Batch(two, torch.tensor([0, 0, 1, 1, 2]), torch.tensor([0, 2, 4, 5])).validate()

@@ -93,3 +93,51 @@ def test_identity_factor_under_transpose(sentence: str, graph: str) -> None:
         np.testing.assert_array_equal(
             m([graph]).detach().numpy().reshape(-1), np.asarray(want, dtype=np.float64).reshape(-1)
         )
+
+
+def test_maxabs_is_exact_at_the_extremes() -> None:
+    """``maxabs`` reads the extremes (no |x| temporary): exact for int64's most negative value,
+    for mixed signs, bools, floats with inf, and 0 for an empty array."""
+    from matlang.runtime.graphblas import maxabs
+
+    assert maxabs(np.array([-(2**63), 5], dtype=np.int64)) == 2**63
+    assert maxabs(np.array([3, -7, 2], dtype=np.int64)) == 7
+    assert maxabs(np.array([True, False])) == 1
+    assert maxabs(np.array([-1.5, 0.25])) == 1.5
+    assert maxabs(np.array([1.0, -np.inf])) == np.inf
+    assert maxabs(np.zeros(0, dtype=np.int64)) == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entry_positions_and_matvec_against_dense(seed: int) -> None:
+    """``Mask.positions`` (a binary search inside each row) equals the search in the sorted
+    keys, and the scipy-kernel ``M h`` / ``Mᵀ h`` on a mask's own arrays equals the dense
+    product, integers exactly, transposed masks included."""
+    from matlang.runtime.graphblas import Kernels, Mask
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    dense = (rng.random((n, n)) < 0.15) * rng.integers(-5, 6, (n, n))
+    dense[rng.integers(0, n)] = 0  # an empty row
+    rows, cols = np.nonzero(np.ones((n, n)) * (rng.random((n, n)) < 0.2) + (dense != 0))
+    mask = Mask.from_sorted_coo(n, rows, cols)
+    pick = np.sort(rng.choice(mask.nnz, size=mask.nnz // 3, replace=False))
+    got = mask.positions(mask.base_rows[pick], mask.indices[pick])
+    assert np.array_equal(got, pick)
+    assert np.array_equal(got, np.searchsorted(mask.keys, mask.keys[pick]))
+    assert mask.positions(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+    vals = dense[rows, cols].astype(np.int64)
+    h = rng.integers(-3, 4, n).astype(np.int64)
+    kern = Kernels(n, np.array([0, n]), np.zeros(n, dtype=np.int64), exact=True)
+    m = np.zeros((n, n), dtype=np.int64)
+    m[rows, cols] = vals
+    for transpose, ref in ((False, m @ h), (True, m.T @ h)):
+        out = kern.propagate(mask, vals, h, transpose)
+        assert out.dtype == np.int64 and np.array_equal(out, ref)
+        flipped = kern.propagate(mask.flip(), vals, h, not transpose)  # Sᵀ read back
+        assert np.array_equal(flipped, ref)
+    hf = rng.random(n)
+    assert np.allclose(kern.propagate(mask, vals.astype(np.float64), hf, False), m @ hf)
+    one = np.array(1, dtype=np.int64)
+    assert kern.mul(one, vals) is vals and kern.mul(vals, one) is vals  # 1 ⊙ M: no copy
+    assert np.array_equal(kern.mul(np.array(2), vals), 2 * vals)
