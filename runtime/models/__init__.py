@@ -3,7 +3,9 @@
 ``build_model(name, in_dim, out_dim, config=..., task=...)`` builds one; ``config`` is a named
 configuration (``"iso"``: the paper's isomorphism tests, 3 layers, sum readout and a linear
 layer; ``"count"``: substructure counting, 4 layers, sum readout and two linear layers — both
-around 30K parameters like every model in the paper; PPGN also has ``"brec"``, the
+around 30K parameters like every model in the paper; GNNML3 also has ``"spectral"``, the
+counting architecture on the paper's default supports (normalised Laplacian, 5 bands), which
+is its default; PPGN also has ``"brec"``, the
 architecture BREC published PPGN's row with, and ``"brec-xavier"``, that with BREC's
 initialisation), a mapping of fields overriding the
 default configuration, or a config object.
@@ -29,18 +31,21 @@ from matlang.runtime.preprocess import PreprocessCache, SupportConfig
 
 from matlang.errors import MatlangError
 
-#: The named configuration used when none is given.
+#: The named configuration used when none is given (unless a model names its own default,
+#: :attr:`ModelSpec.default`).
 DEFAULT_CONFIG = "count"
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model class, its configuration class, and its named configurations."""
+    """A model class, its configuration class, its named configurations and the one used
+    when none is given (``default``)."""
 
     name: str
     model: type[GraphModel]
     summary: str
     configs: Mapping[str, ModelConfig] = field(default_factory=dict)
+    default: str = DEFAULT_CONFIG
 
     @property
     def config_class(self) -> type[ModelConfig]:
@@ -143,7 +148,17 @@ MODELS: dict[str, ModelSpec] = {
                     # the paper's choice for substructure counting
                     support=SupportConfig(basis="adjacency", num_bands=10),
                 ),
+                # the counting architecture on the paper's default supports ("the normalised
+                # Laplacian for all problems, except Zinc12K and substructure counting", 5
+                # bands, b = 5): SupportConfig(), what the spectral benchmark measures. The
+                # default: on a 316 x 316 grid its supports take 1.9 s against 35 s for
+                # ``count``'s (the adjacency spectrum is 4x as wide, so its bands need a
+                # Chebyshev order 64 for 1e-6 where the Laplacian's need 21; and the probing
+                # work grows with the cube of the order; benchmarks/README.md, issue 36). Width
+                # 23: ~29K parameters like the others (6 supports where count has 11)
+                "spectral": _count(GNNML3Config, hidden=23, product_channels=23),
             },
+            default="spectral",
         ),
     )
 }
@@ -165,12 +180,13 @@ def resolve_config(
 ) -> ModelConfig:
     """The configuration object meant by ``config`` for model ``name``.
 
-    ``None``: the :data:`DEFAULT_CONFIG` named configuration; a string: a named configuration;
+    ``None``: the model's default named configuration (:attr:`ModelSpec.default`:
+    :data:`DEFAULT_CONFIG` unless the model names another); a string: a named configuration;
     a mapping: fields replaced in the default named configuration; a config object: itself.
     """
     spec = get_spec(name)
     if config is None:
-        return spec.configs[DEFAULT_CONFIG]
+        return spec.configs[spec.default]
     if isinstance(config, str):
         if config not in spec.configs:
             raise MatlangError(
@@ -185,7 +201,7 @@ def resolve_config(
                 f"got {type(config).__name__}"
             )
         return config
-    return replace_fields(spec.configs[DEFAULT_CONFIG], config)
+    return replace_fields(spec.configs[spec.default], config)
 
 
 def replace_fields(config: ModelConfig, values: Mapping[str, Any]) -> ModelConfig:
