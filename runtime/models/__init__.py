@@ -151,9 +151,9 @@ MODELS: dict[str, ModelSpec] = {
                 # the counting architecture on the paper's default supports ("the normalised
                 # Laplacian for all problems, except Zinc12K and substructure counting", 5
                 # bands, b = 5): SupportConfig(), what the spectral benchmark measures. The
-                # default: on a 316 x 316 grid its supports take 1.9 s against 35 s for
+                # default: on a 316 x 316 grid its supports took 1.5–1.9 s against 30–35 s for
                 # ``count``'s (the adjacency spectrum is 4x as wide, so its bands need a
-                # Chebyshev order 64 for 1e-6 where the Laplacian's need 21; and the probing
+                # Chebyshev order 64 for 1e-6 where the Laplacian's need 18, and the probing
                 # work grows with the cube of the order; benchmarks/README.md, issue 36). Width
                 # 23: ~29K parameters like the others (6 supports where count has 11)
                 "spectral": _count(GNNML3Config, hidden=23, product_channels=23),

@@ -738,7 +738,7 @@ def test_matlang_models_command() -> None:
     rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
     assert {(r["model"], r["config"]) for r in rows} == {
         (m, c) for m in MODELS for c in ("iso", "count")
-    } | {("ppgn", "brec"), ("ppgn", "brec-xavier")}
+    } | {("ppgn", "brec"), ("ppgn", "brec-xavier"), ("gnnml3", "spectral")}
     for r in rows:
         assert r["parameters"] == build_model(r["model"], 2, 10, r["config"]).num_parameters()
     text = _models_command(["--config", "iso"])
