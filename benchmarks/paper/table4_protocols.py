@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from matlang.cli.bench import output_options
+
 #: ZINC's atom types (PyG ``ZINC``: ``x`` holds one index per node, 0..27).
 ZINC_ATOM_TYPES = 28
 MNIST_CLASSES = 10
@@ -78,22 +80,10 @@ def add_arguments(p: argparse.ArgumentParser, dataset: str) -> None:
     p.add_argument(
         "--root", default="data/pyg", help="where PyG downloads the data (default data/pyg)"
     )
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--out", default="results", help="folder for the result file")
-    p.add_argument("--no-save", action="store_true", help="do not write a result file")
-    p.add_argument("--force", action="store_true", help="replace a result file that exists")
     p.add_argument(
         "--append", action="store_true", help="add these seeds to the result file already there"
     )
-    p.add_argument(
-        "--allow-dirty",
-        action="store_true",
-        help="write into results/ from a tree with uncommitted changes (the file records the "
-        "diff's hash and the report marks its cells); refused otherwise",
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-
+    output_options(p, threads=1)  # --json, --out, --no-save, --force, --no-progress …
 
 __all__ = [
     "HELP",

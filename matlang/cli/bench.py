@@ -245,7 +245,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="add these pairs to the row's result file already there (same settings, new pairs)",
     )
-    _output(brec)
+    output_options(brec)
     brec.set_defaults(func=_protocol("brec"))
 
     mrg = bsub.add_parser(
@@ -360,11 +360,12 @@ def _common(p: argparse.ArgumentParser, *, seeds: int, models: str = MODELS) -> 
     p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=text)
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")
-    _output(p)
+    output_options(p)
 
 
-def _output(p: argparse.ArgumentParser) -> None:
-    """Where a run's summary and result file go, and torch's threads."""
+def output_options(p: argparse.ArgumentParser, *, threads: int | None = None) -> None:
+    """Where a run's summary and result file go, and torch's threads (``threads``: the
+    default, ``None`` for torch's choice); every bench that writes a result file takes them."""
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", default="results", help="folder for the result file")
     p.add_argument("--no-save", action="store_true", help="do not write a result file")
@@ -380,7 +381,10 @@ def _output(p: argparse.ArgumentParser) -> None:
         help="write into results/ from a tree with uncommitted changes (the file records the "
         "diff's hash and the report marks its cells); refused otherwise",
     )
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    default = "torch's choice" if threads is None else threads
+    p.add_argument(
+        "--threads", type=int, default=threads, help=f"torch CPU threads (default {default})"
+    )
 
 
 def _training(
