@@ -227,7 +227,9 @@ def test_sentence_gnn_passes_weights_and_normalize_to_its_layers():
     pb = _batch()
     w = _weights(pb.edge_index)
     torch.manual_seed(0)
-    model = SentenceGNN(2, 3, ["A", "A ⊙ A²"], hidden=4, layers=2, normalize="max_row_sum")
+    model = SentenceGNN(
+        2, 3, ["A", "A ⊙ A²"], hidden=4, layers=2, normalize="max_row_sum", norm=None
+    )
     model = model.double()
     assert all(c.normalize == "max_row_sum" for c in model.convs)
     pb.edge_weight = w
