@@ -496,7 +496,7 @@ def render(
 def _tu_section(results: Sequence[Result]) -> list[str]:
     """The appendix's TU table (see :func:`benchmarks.paper.tu.tu_section`) and the flags of
     its cells (:func:`tu_flags`)."""
-    from benchmarks.paper.tu import tu_section
+    from benchmarks.paper.tu_report import tu_section
 
     rows = [r.data for r in results if r.bench == "tu"]
     out = tu_section(rows)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from matlang.cli.bench import output_options
+from matlang.cli.common import output_options
 
 #: ZINC's atom types (PyG ``ZINC``: ``x`` holds one index per node, 0..27).
 ZINC_ATOM_TYPES = 28

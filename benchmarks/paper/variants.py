@@ -331,7 +331,7 @@ def variants_report(folder: str | Path) -> tuple[dict[str, Any], list[str]]:
         rows = [d for n, d in files if d["bench"] == "tu" and _variant_of(n, d) == variant]
         if rows:
             from benchmarks.paper.report_flags import tu_flags
-            from benchmarks.paper.tu import tu_section
+            from benchmarks.paper.tu_report import tu_section
 
             md += tu_section(rows, authors=True, arch=arch) + tu_flags(rows)
             tables[table] = [{k: d.get(k) for k in keys} for d in rows]

@@ -145,3 +145,27 @@ def add_missing_benchmarks(sub: Any, name: str, help: str) -> None:
         raise MatlangError(f"matlang {name}: {BENCHMARKS_HINT}")
 
     p.set_defaults(func=missing)
+
+
+def output_options(p: argparse.ArgumentParser, *, threads: int | None = None) -> None:
+    """Where a run's summary and result file go, and torch's threads (``threads``: the
+    default, ``None`` for torch's choice); every bench that writes a result file takes them."""
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--out", default="results", help="folder for the result file")
+    p.add_argument("--no-save", action="store_true", help="do not write a result file")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a result file that exists (never replaced otherwise)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write into results/ from a tree with uncommitted changes (the file records the "
+        "diff's hash and the report marks its cells); refused otherwise",
+    )
+    default = "torch's choice" if threads is None else threads
+    p.add_argument(
+        "--threads", type=int, default=threads, help=f"torch CPU threads (default {default})"
+    )

@@ -23,7 +23,9 @@ def _filter(out: Path, *extra: str, model: str = "gcn") -> list[str]:
 
 
 def _without_time(rec: dict) -> dict:  # type: ignore[type-arg]
+    # provenance (the diff's hash differs when the tree changes between two runs): no result
     drop = {"wall_seconds", "finished", "command", "versions", "git_commit", "dirty"}
+    drop |= {"git_diff_sha256"}
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in rec["runs"]]
     return {**{k: v for k, v in rec.items() if k not in drop}, "runs": runs}
 

@@ -18,11 +18,10 @@ from benchmarks.paper.tu import (
     PAPER_TU,
     TUResult,
     TUSettings,
-    fold_ranges,
     run_tu,
     train_one_fold,
-    tu_section,
 )
+from benchmarks.paper.tu_report import fold_ranges, tu_section
 
 needs_mutag = pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
 
@@ -569,7 +568,7 @@ def test_sentence_biases_before_batch_norm_get_no_gradient() -> None:
 
 
 def test_report_names_the_folds_trained_on_a_gpu() -> None:
-    from benchmarks.paper.tu import devices_note
+    from benchmarks.paper.tu_report import devices_note
 
     h100 = "NVIDIA H100 80GB HBM3 (cuda)"
     runs = [{"fold": k, "device": h100} for k in (2, 3, 5, 10)] + [
