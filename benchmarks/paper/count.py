@@ -370,7 +370,7 @@ def count_test(
             2,
             1,
             protocol="count",
-            sentences=[targets.sentence],
+            sentences=[] if targets.sentence is None else [targets.sentence],
             head_weight=head,
             cache=cache,
             options={

@@ -687,10 +687,10 @@ def beyond_table(results: Sequence[Result]) -> tuple[str, list[Result]]:
     for m in models:
         cells = []
         for c in cols:
-            r = _find(rs, "count", m, task=f"pattern:{c}")
-            if r:
-                used.append(r)
-                cells.append(_marked(_sci(r.data["median_test_mse"]), r.data))
+            hit = _find(rs, "count", m, task=f"pattern:{c}")
+            if hit:
+                used.append(hit)
+                cells.append(_marked(_sci(hit.data["median_test_mse"]), hit.data))
             elif theory.get(c) == "no" and m in ("compiled", "compiled-random", "sentence"):
                 cells.append("n/a (no sentence)")
             else:

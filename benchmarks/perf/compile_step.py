@@ -14,6 +14,7 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any
 
 for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_k, "1")
@@ -47,11 +48,11 @@ def main(argv: list[str] | None = None) -> None:
         model = SentenceGNN(7, 2, sentences, hidden=args.hidden, layers=3)
         return model, torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    def step(model: torch.nn.Module, opt: torch.optim.Optimizer, b: object) -> float:
+    def step(model: Any, opt: torch.optim.Optimizer, b: Any) -> float:
         t = time.perf_counter()
         opt.zero_grad()
-        out = model(b.x, b.edge_index, b.batch, b.num_graphs)  # type: ignore[attr-defined]
-        torch.nn.functional.cross_entropy(out, b.y).backward()  # type: ignore[attr-defined]
+        out = model(b.x, b.edge_index, b.batch, b.num_graphs)
+        torch.nn.functional.cross_entropy(out, b.y).backward()
         opt.step()
         return time.perf_counter() - t
 
@@ -65,10 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     later = [step(compiled, opt, b) for b in batches[1:3]]
     print(f"compiled steps 2-3 (new batch shapes): {', '.join(f'{t:.2f}' for t in later)} s")
     for e in range(args.epochs):
-        te = sum(step(eager, eager_opt, b) for b in batches)
-        tc = sum(step(compiled, opt, b) for b in batches)
+        te = sum((step(eager, eager_opt, b) for b in batches), 0.0)
+        tc = sum((step(compiled, opt, b) for b in batches), 0.0)
         print(f"epoch {e + 1}: eager {te:.3f} s, compiled {tc:.3f} s ({te / tc:.2f}x)")
-    per = {"eager": [], "compiled": []}
+    per: dict[str, list[float]] = {"eager": [], "compiled": []}
     for _ in range(args.repeats):
         for b in batches:
             per["eager"].append(step(eager, eager_opt, b))
