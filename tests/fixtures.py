@@ -4,7 +4,10 @@ valid sentences, and a hypothesis strategy for random well-shaped expressions.""
 
 from __future__ import annotations
 
+import importlib.util
 from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -435,3 +438,13 @@ class RandomSentence:
     def sentence(self) -> str:
         d = self.rng.randrange(1, 4)
         return self.scalar(d) if self.rng.random() < 0.6 else self.vector(d)
+
+
+def load_example(name: str) -> ModuleType:
+    """``examples/<name>.py`` imported as a module (the examples are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

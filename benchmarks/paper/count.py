@@ -67,6 +67,13 @@ def pattern_name(task: str) -> str | None:
 
 
 def pattern_task(task: str) -> dict[str, Any]:
+    """A ``pattern:NAME`` task's record (see :func:`_pattern_task`), computed once per task:
+    the bench, the model check, the targets and the supports all ask for it."""
+    return dict(_pattern_task(task))
+
+
+@functools.lru_cache(maxsize=32)
+def _pattern_task(task: str) -> dict[str, Any]:
     """A ``pattern:NAME`` task: the pattern's exact counting program (labels), its rooted
     program (the ``sentence`` model's supports), the theory's level, and the pattern's graph6.
 

@@ -4,8 +4,6 @@ with GraphConv's weights gives GraphConv's output."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import torch
@@ -14,16 +12,11 @@ from matlang.runtime.pyg import graph_to_data
 from torch_geometric.nn import GraphConv
 
 from matlang.nn import SentenceConv
-
-SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "pyg_side_by_side.py"
+from tests.fixtures import load_example
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pyg_side_by_side", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("pyg_side_by_side")
 
 
 def test_sentence_conv_i_a_is_graph_conv() -> None:

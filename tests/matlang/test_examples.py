@@ -3,24 +3,19 @@ the script prints the paper's values."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from matlang import parse_program, to_text
+from tests.fixtures import load_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load_script() -> ModuleType:
-    path = EXAMPLES / "evaluate_paper_sentences.py"
-    spec = importlib.util.spec_from_file_location("evaluate_paper_sentences", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("evaluate_paper_sentences")
 
 
 def test_sentence_file_parses() -> None:
