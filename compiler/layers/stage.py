@@ -25,6 +25,7 @@ named by a *key*, the JSON text of its sentences and options, from which it is r
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import warnings
 from collections.abc import Iterator, Sequence
@@ -33,7 +34,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+from matlang.compiler.layers.support_cache import Csr, cached_supports
 from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.preprocess import PreprocessCache
 from matlang.runtime.sparse import csr_matrix
 from torch import Tensor
 
@@ -72,9 +75,13 @@ class Stage:
     #: how often the graph constants were computed (not served from the memo)
     computed: int = 0
     _symmetric: bool | None = field(init=False, default=None)
+    #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`)
+    #: and its compiled sentences' constants per graph
+    cache: PreprocessCache = field(init=False, default_factory=PreprocessCache)
 
     def __post_init__(self) -> None:
         self.spec = json.loads(self.key)
+        self._cache_params = (("stage", hashlib.sha1(self.key.encode()).hexdigest()),)
 
     @property
     def sentences(self) -> list[str]:
@@ -112,7 +119,11 @@ class Stage:
         if k not in self._modules:
             # batches are validated here, once per batch (see remembered)
             m = compile_sentence(
-                text, dtype=dtype, dense=self.spec.get("dense", False), validate=False
+                text,
+                dtype=dtype,
+                dense=self.spec.get("dense", False),
+                validate=False,
+                cache=self.cache,
             )
             for p in m.parameters():  # a sentence's literals stay what they are
                 p.requires_grad_(False)
@@ -127,13 +138,36 @@ class Stage:
 
         def compute() -> _Supports:
             b = make_batch(edge_index, batch, n)
-            parts = []
-            for text in self.sentences:
+            texts = self.sentences
+            csrs: list[Csr | None] = [None] * len(texts)
+            rest = []  # the sentences that are more than A or I
+            for k, text in enumerate(texts):
                 # the sentence compiled once (per stage), materialised on every batch
-                module = self.module(text, torch.float64)
-                index, values = _plain_support(module, b) or materialise(module, b)
-                parts.append((index[0], index[1], values.to(torch.float64)))
-            return _Supports(parts, n, symmetric=self.symmetric_sentences)
+                plain = _plain_support(self.module(text, torch.float64), b)
+                if plain is None:
+                    rest.append(k)
+                else:
+                    csrs[k] = _csr(plain[0][0], plain[0][1], plain[1], n)
+
+            def whole() -> list[Csr]:
+                out = []
+                for k in rest:
+                    index, values = materialise(self.module(texts[k], torch.float64), b)
+                    out.append(_csr(index[0], index[1], values.to(torch.float64), n))
+                return out
+
+            cache = rest and b.edge_weight is None and b.edge_index.device.type == "cpu"
+            if cache:
+                from matlang.runtime.masks import prepared_edges
+
+                edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
+                computed = cached_supports(b, edges, self.cache, self._cache_params, whole)
+            else:
+                computed = whole()
+            for k, c in zip(rest, computed):
+                csrs[k] = c
+            done = [c for c in csrs if c is not None]
+            return _Supports(done, n, symmetric=self.symmetric_sentences)
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
@@ -209,43 +243,45 @@ class _Supports:
     transposes, built once per batch and dtype: the forward ``Σ_s C_s Y_s`` and the backward
     ``C_sᵀ G`` are one CSR product per support (torch's ``sparse.mm``).
 
-    Nothing is sorted or interleaved: each support's entries come row-major sorted (from
-    ``materialise``; sorted here if not), so its CSR row pointers are a bincount. Where every
-    support is symmetric (by structure, on a validated batch) its transpose is itself: no
-    transposition at all. (Stacking them into one ``(N, S·N)`` matrix needed a scatter of
-    every entry per batch, ~2 ms at 128 × ER(25), for one product instead of S.)"""
+    Nothing is sorted or interleaved: each support comes as CSR arrays (``materialise`` gives
+    its entries row-major, so its row pointers are a bincount; the per-graph cache gives them
+    assembled). Where every support is symmetric (by structure, on a validated batch) its
+    transpose is itself: no transposition at all. (Stacking them into one ``(N, S·N)`` matrix
+    needed a scatter of every entry per batch, ~2 ms at 128 × ER(25), for one product instead
+    of S.)"""
 
-    def __init__(
-        self, parts: Sequence[tuple[Tensor, Tensor, Tensor]], n: int, *, symmetric: bool = False
-    ) -> None:
-        # parts: (rows, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
-        self.n, self.s = n, len(parts)
-        self.parts = [_row_major(r, c, v, n) for r, c, v in parts]
-        self.rowptrs = []
-        for r, _, _ in self.parts:
-            rowptr = torch.zeros(n + 1, dtype=torch.int64, device=r.device)
-            torch.cumsum(torch.bincount(r, minlength=n), 0, out=rowptr[1:])
-            self.rowptrs.append(rowptr)
+    def __init__(self, csrs: Sequence[Csr], n: int, *, symmetric: bool = False) -> None:
+        # csrs: (rowptr, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
+        self.n, self.s = n, len(csrs)
+        self.rowptrs = [c[0] for c in csrs]
+        self.cols = [c[1] for c in csrs]
+        self.vals = [c[2] for c in csrs]
         # C_sᵀ = C_s: by structure (every sentence symmetric on a validated batch), or for one
         # support by looking (the flipped entries are the same set with the same values)
         self.symmetric = symmetric or (
-            self.s == 1 and _is_symmetric(*self.parts[0], n)
+            self.s == 1 and _is_symmetric(self.rows(0), self.cols[0], self.vals[0], n)
         )
         self._csr: dict[torch.dtype, list[Tensor]] = {}
         self._csr_t: dict[torch.dtype, list[Tensor]] = {}
 
+    def rows(self, k: int) -> Tensor:
+        """Support ``k``'s row ids, entry by entry."""
+        ptr = self.rowptrs[k]
+        counts = ptr[1:] - ptr[:-1]
+        return torch.repeat_interleave(torch.arange(self.n, device=ptr.device), counts)
+
     def entries(self) -> tuple[Tensor, Tensor, Tensor]:
         """Every entry as ``(rows, support, values)``, support by support."""
-        rows = torch.cat([p[0] for p in self.parts])
-        which = torch.cat([torch.full_like(p[0], k) for k, p in enumerate(self.parts)])
-        return rows, which, torch.cat([p[2] for p in self.parts])
+        rows = [self.rows(k) for k in range(self.s)]
+        which = torch.cat([torch.full_like(r, k) for k, r in enumerate(rows)])
+        return torch.cat(rows), which, torch.cat(self.vals)
 
     def csr(self, dtype: torch.dtype) -> list[Tensor]:
         ms = self._csr.get(dtype)
         if ms is None:
             ms = [
                 csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
-                for ptr, (_, c, v) in zip(self.rowptrs, self.parts)
+                for ptr, c, v in zip(self.rowptrs, self.cols, self.vals)
             ]
             self._csr[dtype] = ms
         return ms
@@ -260,6 +296,15 @@ class _Supports:
                 ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
             self._csr_t[dtype] = ms
         return ms
+
+
+def _csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> Csr:
+    """A support's CSR arrays from its entries (row-major from ``materialise``; sorted here if
+    not): the row pointers are a bincount."""
+    rows, cols, vals = _row_major(rows, cols, vals, n)
+    rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
+    return rowptr, cols, vals
 
 
 def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:

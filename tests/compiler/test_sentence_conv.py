@@ -417,7 +417,7 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
         shuffled.append(tuple(x[perm] for x in t))
     want = np.concatenate(dense, 1).astype(float)
     for given in (parts, shuffled):
-        sup = st._Supports(given, n)
+        sup = st._Supports([st._csr(*t, n) for t in given], n)
         assert not sup.symmetric
         ms = sup.csr(torch.float64)
         got = np.concatenate([m.to_dense().numpy() for m in ms], 1)
@@ -431,7 +431,7 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
         np.testing.assert_array_equal(ts, want.T)
         rows, which, vals = sup.entries()
         back = np.zeros((n, 3 * n))
-        cols = np.concatenate([p[1].numpy() for p in sup.parts])
+        cols = np.concatenate([c.numpy() for c in sup.cols])
         back[rows.numpy(), which.numpy() * n + cols] = vals.numpy()
         np.testing.assert_array_equal(back, want)
 

@@ -1,0 +1,140 @@
+"""A layer's supports cached per graph, as CSR blocks: a new batch of graphs seen before is
+assembled, not recomputed.
+
+A DataLoader builds a new batch object every step from graphs it has served before. The batch
+memo (:mod:`runtime.batch`) does not see them again (a new ``edge_index`` tensor is a new
+batch), and each sentence's constant stage would look its graphs up on its own
+(:mod:`compiler.constant_cache`) and then be interpreted, converted and sorted into CSR again.
+Here every support of a layer is filed per graph in one entry of a
+:class:`~runtime.preprocess.PreprocessCache` (the project's one cache): for each support, the
+graph's row counts, its local column ids and its values, in row-major order. A batch whose
+graphs are all filed is then a concatenation with offsets — one look-up for every sentence, no
+interpreter, no sort, no bincount:
+
+* the batch's CSR row counts are its graphs' row counts, one after another (graphs occupy
+  consecutive node ranges, ``ptr``), so the row pointers are their cumulative sum;
+* its column ids are each graph's local ids plus the graph's first node;
+* its values are the graphs' values, one after another.
+
+Every support is block-diagonal (a sentence of one graph never reads another: the batch
+semantics of :mod:`runtime.batch`), so this equals the supports computed on the whole batch,
+entry for entry (checked by ``tests/compiler/test_support_cache.py`` against the uncached path
+and the dense evaluator), and a graph's value never depends on what else is in the batch.
+A batch with a graph not yet filed is computed whole (the constant stages' own per-graph cache
+serves the graphs it has) and split into entries for the graphs that were missing.
+
+Only unweighted host batches are filed: a weighted ``A`` (an explainer's mask, learned weights)
+changes every step, and a device batch keeps its supports on the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from matlang.runtime.batch import Batch
+from matlang.runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
+from torch import Tensor
+
+#: The transform's name in cache keys.
+TRANSFORM = "layer.supports"
+
+
+
+class Piece(NamedTuple):
+    """Every support of one graph, local ids, row-major: what the cache holds per graph."""
+
+    counts: np.ndarray  # (S, n): entries in each row of each support
+    cols: tuple[np.ndarray, ...]  # each support's column ids
+    vals: tuple[np.ndarray, ...]  # each support's values (float64)
+    nnz: np.ndarray  # (S,) entries of each support
+
+#: Every support of one batch: ``(rowptr, cols, values)`` torch tensors, global ids.
+Csr = tuple[Tensor, Tensor, Tensor]
+
+
+def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str], np.ndarray]:
+    """The graphs' fingerprints (:func:`~runtime.preprocess.graph_fingerprints`, the digests
+    the constant stages file their entries under) and their first nodes, from the batch's
+    coalesced ``edges`` (global ids, row-major)."""
+    ptr = b.ptr.numpy()
+    rows, cols = edges[0].numpy(), edges[1].numpy()
+    bounds = np.searchsorted(rows, ptr)
+    if b.num_graphs == 1:
+        local_rows, local_cols = rows, cols
+    else:
+        starts = np.repeat(ptr[:-1], np.diff(bounds))
+        local_rows, local_cols = rows - starts, cols - starts
+    return graph_fingerprints(np.diff(ptr), bounds, local_rows, local_cols, None), ptr
+
+
+def cached_supports(
+    b: Batch,
+    edges: Tensor,
+    cache: PreprocessCache,
+    params: tuple[tuple[str, str], ...],
+    compute: Callable[[], Sequence[Csr]],
+) -> list[Csr]:
+    """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
+    every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed."""
+    if b.num_graphs == 0:
+        return list(compute())
+    fps, ptr = batch_fingerprints(b, edges)
+    keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
+    pieces = cache.lookup(keys)
+    missing = [k for k, p in enumerate(pieces) if p is MISSING]
+    if not missing:
+        return assemble(pieces, ptr)
+    supports = list(compute())
+    for k in missing:
+        cache.store(keys[k], split(supports, ptr, k))
+    return supports
+
+
+def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
+    """Graph ``k``'s blocks (local ids, copies: the entry outlives the batch)."""
+    lo, hi = int(ptr[k]), int(ptr[k + 1])
+    width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
+    counts, cols, vals, nnz = [], [], [], []
+    for rowptr, c, v in supports:
+        rp = rowptr[lo : hi + 1].numpy()
+        a, z = int(rp[0]), int(rp[-1])
+        counts.append(np.diff(rp))
+        cols.append((c[a:z].numpy() - lo).astype(width))
+        vals.append(v[a:z].numpy().copy())
+        nnz.append(z - a)
+    shape = (len(supports), hi - lo)
+    stacked = np.stack(counts).astype(width) if counts else np.zeros(shape, width)
+    return Piece(stacked, tuple(cols), tuple(vals), np.array(nnz, dtype=np.int64))
+
+
+def assemble(pieces: Sequence[Piece], ptr: np.ndarray) -> list[Csr]:
+    """The batch's supports from its graphs' blocks (graph ``k``'s nodes are
+    ``ptr[k]:ptr[k+1]``): a handful of concatenations, whatever the number of graphs."""
+    n, s = int(ptr[-1]), pieces[0].counts.shape[0]
+    counts = np.concatenate([p.counts for p in pieces], axis=1)  # (S, N)
+    rowptr = np.zeros((s, n + 1), dtype=np.int64)
+    np.cumsum(counts, axis=1, out=rowptr[:, 1:])
+    # support-major, then graph by graph: every support's entries contiguous
+    cols = np.concatenate([p.cols[k] for k in range(s) for p in pieces]).astype(np.int64)
+    vals = np.concatenate([p.vals[k] for k in range(s) for p in pieces])
+    nnz = np.stack([p.nnz for p in pieces]).T.ravel()  # (S·G,), support-major
+    cols += np.repeat(np.tile(ptr[:-1], s), nnz)
+    ends = np.cumsum(rowptr[:, -1]).tolist()
+    out, a = [], 0
+    for k in range(s):
+        z = ends[k]
+        out.append(
+            (
+                torch.from_numpy(rowptr[k]),
+                torch.from_numpy(cols[a:z]),
+                torch.from_numpy(vals[a:z]),
+            )
+        )
+        a = z
+    return out
+
+
+__all__ = ["TRANSFORM", "Piece", "assemble", "batch_fingerprints", "cached_supports", "split"]

@@ -1,0 +1,165 @@
+"""A layer's supports cached per graph as CSR blocks (:mod:`compiler.layers.support_cache`):
+a new batch of graphs seen before is assembled from the cache, and what it assembles equals
+the supports computed on the whole batch and the dense oracle, whatever else is in the batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matlang.compiler import api
+from matlang.compiler.layers import stage as st
+from matlang.compiler.layers import support_cache as sc
+from matlang.runtime.batch import Batch
+
+import matlang
+from matlang.graphs import named
+from matlang.nn import SentenceConv
+
+GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3", "path4"]
+#: symmetric and not, plain (A, I: read off the batch) and computed
+SUPPORTS = ["I", "A", "A ⊙ A²", "diag(A 𝟏) A", "(A + I) ⊙ A²", "A³ ⊙ I"]
+
+
+def _batch(names: list[str]) -> Batch:
+    return Batch.from_graphs([named(g) for g in names], dtype=torch.float64)
+
+
+def _dense(sup: st._Supports) -> list[np.ndarray]:
+    return [m.to_dense().numpy() for m in sup.csr(torch.float64)]
+
+
+def _fresh(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch's index tensors as new tensors: a new batch object to the memo."""
+    return b.edge_index.clone(), b.batch.clone()
+
+
+@pytest.fixture(autouse=True)
+def _clean_stages() -> None:
+    st._STAGES.clear()
+
+
+def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
+    key = st.stage_key("supports", SUPPORTS)
+    stage = st.stage(key)
+    first = _batch(GRAPHS)
+    stage.supports(*_fresh(first), first.num_nodes)
+    filed = [k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]
+    assert len(filed) == len(GRAPHS)  # every graph filed once, all its supports in one entry
+    # another batch: the same graphs in another order, one twice
+    order = ["petersen", "star3", "K4", "petersen", "path4", "decalin", "cycle5"]
+    b = _batch(order)
+    hits = stage.cache.hits
+    with pytest.MonkeyPatch.context() as mp:  # assembled: nothing is materialised
+        mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
+        sup = stage.supports(*_fresh(b), b.num_nodes)
+    assert stage.cache.hits == hits + len(order)
+    dense = _dense(sup)
+    ptr = b.ptr.tolist()
+    for s, text in enumerate(SUPPORTS):
+        whole = np.zeros((b.num_nodes, b.num_nodes))
+        for k, g in enumerate(order):
+            lo, hi = ptr[k], ptr[k + 1]
+            whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+        np.testing.assert_array_equal(dense[s], whole, err_msg=text)
+    # and equal, array for array, to the supports computed without the cache
+    st._STAGES.clear()
+    cold = st.stage(key)
+    cold_sup = cold.supports(*_fresh(b), b.num_nodes)
+    for s in range(len(SUPPORTS)):
+        assert torch.equal(sup.rowptrs[s], cold_sup.rowptrs[s])
+        assert torch.equal(sup.cols[s], cold_sup.cols[s])
+        assert torch.equal(sup.vals[s], cold_sup.vals[s])
+    rows, which, vals = sup.entries()
+    crows, cwhich, cvals = cold_sup.entries()
+    assert torch.equal(rows, crows) and torch.equal(which, cwhich) and torch.equal(vals, cvals)
+
+
+def test_a_partly_cached_batch_files_its_new_graphs_and_values_do_not_depend_on_the_batch() -> None:
+    stage = st.stage(st.stage_key("supports", SUPPORTS))
+    a = _batch(["K4", "cycle5"])
+    stage.supports(*_fresh(a), a.num_nodes)
+    b = _batch(["cycle5", "petersen", "K4"])  # one new graph: computed whole, it is filed
+    mixed = _dense(stage.supports(*_fresh(b), b.num_nodes))
+    assert len([k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]) == 3
+    alone = _batch(["petersen"])
+    solo = _dense(stage.supports(*_fresh(alone), alone.num_nodes))
+    lo, hi = b.ptr[1].item(), b.ptr[2].item()
+    for s in range(len(SUPPORTS)):
+        np.testing.assert_array_equal(mixed[s][lo:hi, lo:hi], solo[s])
+
+
+def test_layer_outputs_and_gradients_equal_with_and_without_the_cache() -> None:
+    """A training step on a batch assembled from the cache equals the same step on the
+    supports computed whole (a non-symmetric support included: its transpose is converted)."""
+    order = ["decalin", "K4", "petersen", "star3"]
+    b = _batch(order)
+
+    def step(warm: bool) -> list[torch.Tensor]:
+        st._STAGES.clear()
+        torch.manual_seed(0)
+        conv = SentenceConv(3, 4, SUPPORTS).double()
+        if warm:  # the graphs filed by an earlier batch of another order
+            w = _batch(list(reversed(GRAPHS)))
+            conv(torch.zeros(w.num_nodes, 3, dtype=torch.float64), *_fresh(w))
+        x = torch.randn(
+            b.num_nodes, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+        )
+        x.requires_grad_(True)
+        out = conv(x, *_fresh(b))
+        (out * torch.arange(out.numel(), dtype=torch.float64).reshape(out.shape)).sum().backward()
+        assert x.grad is not None
+        return [out.detach(), x.grad] + [p.grad for p in conv.parameters() if p.grad is not None]
+
+    for got, want in zip(step(True), step(False)):
+        torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_weighted_batches_and_plain_supports_are_not_filed() -> None:
+    b = _batch(GRAPHS)
+    plain = st.stage(st.stage_key("supports", ["A", "I"]))
+    plain.supports(*_fresh(b), b.num_nodes)
+    assert not [k for k in plain.cache.keys() if k.transform == sc.TRANSFORM]
+    conv = SentenceConv(2, 2, ["A ⊙ A²"]).double()
+    x = torch.ones(b.num_nodes, 2, dtype=torch.float64)
+    w = torch.rand(b.edge_index.shape[1], dtype=torch.float64) + 0.5
+    w = (w + w[_reverse(b.edge_index)]) / 2  # a symmetric weighting
+    conv(x, b.edge_index, b.batch, edge_weight=w)
+    stage = st.stage(conv._support_key)
+    assert not [k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]
+
+
+def _reverse(ei: torch.Tensor) -> torch.Tensor:
+    """For each edge (i, j), the position of (j, i)."""
+    n = int(ei.max()) + 1
+    key = ei[0] * n + ei[1]
+    order = torch.argsort(key)
+    return order[torch.searchsorted(key[order], ei[1] * n + ei[0])]
+
+
+def test_split_and_assemble_round_trip_with_empty_rows_and_an_empty_support() -> None:
+    rng = np.random.default_rng(3)
+    sizes = [4, 1, 6, 3]
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(ptr[-1])
+    mats = []
+    for p in (0.6, 0.3, 0.0):
+        m = np.zeros((n, n))
+        for k in range(len(sizes)):
+            lo, hi = ptr[k], ptr[k + 1]
+            m[lo:hi, lo:hi] = (rng.random((hi - lo, hi - lo)) < p) * rng.integers(
+                1, 9, (hi - lo,) * 2
+            )
+        mats.append(m)
+    csrs = []
+    for m in mats:
+        r, c = np.nonzero(m)
+        csrs.append(st._csr(torch.from_numpy(r), torch.from_numpy(c), torch.from_numpy(m[r, c]), n))
+    pieces = [sc.split(csrs, ptr, k) for k in range(len(sizes))]
+    back = sc.assemble(
+        [pieces[k] for k in (2, 0, 3, 1)], np.concatenate([[0], np.cumsum([6, 4, 3, 1])])
+    )
+    perm = np.concatenate([np.arange(ptr[k], ptr[k + 1]) for k in (2, 0, 3, 1)])
+    for (rowptr, cols, vals), m in zip(back, mats):
+        got = torch.sparse_csr_tensor(rowptr, cols, vals, (n, n)).to_dense().numpy()
+        np.testing.assert_array_equal(got, m[np.ix_(perm, perm)])
