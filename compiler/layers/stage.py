@@ -76,8 +76,9 @@ class Stage:
     computed: int = 0
     _symmetric: bool | None = field(init=False, default=None)
     #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`)
-    #: and its compiled sentences' constants per graph
-    cache: PreprocessCache = field(init=False, default_factory=PreprocessCache)
+    #: and its compiled sentences' constants per graph (``None``: supports computed on every
+    #: new batch, as a benchmark's baseline)
+    cache: PreprocessCache | None = field(init=False, default_factory=PreprocessCache)
 
     def __post_init__(self) -> None:
         self.spec = json.loads(self.key)
@@ -123,7 +124,7 @@ class Stage:
                 dtype=dtype,
                 dense=self.spec.get("dense", False),
                 validate=False,
-                cache=self.cache,
+                cache=self.cache if self.cache is not None else False,
             )
             for p in m.parameters():  # a sentence's literals stay what they are
                 p.requires_grad_(False)
@@ -141,13 +142,16 @@ class Stage:
             texts = self.sentences
             csrs: list[Csr | None] = [None] * len(texts)
             rest = []  # the sentences that are more than A or I
+            identity = [False] * len(texts)
             for k, text in enumerate(texts):
                 # the sentence compiled once (per stage), materialised on every batch
-                plain = _plain_support(self.module(text, torch.float64), b)
+                module = self.module(text, torch.float64)
+                plain = _plain_support(module, b)
                 if plain is None:
                     rest.append(k)
                 else:
                     csrs[k] = _csr(plain[0][0], plain[0][1], plain[1], n)
+                    identity[k] = _ops(module.plan) == IDENTITY_OPS
 
             def whole() -> list[Csr]:
                 out = []
@@ -156,8 +160,8 @@ class Stage:
                     out.append(_csr(index[0], index[1], values.to(torch.float64), n))
                 return out
 
-            cache = rest and b.edge_weight is None and b.edge_index.device.type == "cpu"
-            if cache:
+            on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
+            if rest and self.cache is not None and on_host:
                 from matlang.runtime.masks import prepared_edges
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
@@ -167,7 +171,7 @@ class Stage:
             for k, c in zip(rest, computed):
                 csrs[k] = c
             done = [c for c in csrs if c is not None]
-            return _Supports(done, n, symmetric=self.symmetric_sentences)
+            return _Supports(done, n, symmetric=self.symmetric_sentences, identity=identity)
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
@@ -180,9 +184,7 @@ class Stage:
             from matlang.algebra import is_symmetric
             from matlang.parser import as_program
 
-            hit = all(
-                is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t)
-            )
+            hit = all(is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t))
             self._symmetric = hit
         return hit
 
@@ -250,9 +252,18 @@ class _Supports:
     needed a scatter of every entry per batch, ~2 ms at 128 × ER(25), for one product instead
     of S.)"""
 
-    def __init__(self, csrs: Sequence[Csr], n: int, *, symmetric: bool = False) -> None:
+    def __init__(
+        self,
+        csrs: Sequence[Csr],
+        n: int,
+        *,
+        symmetric: bool = False,
+        identity: Sequence[bool] | None = None,
+    ) -> None:
         # csrs: (rowptr, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
         self.n, self.s = n, len(csrs)
+        #: which supports are I (their products are the operand itself: no sparse product)
+        self.identity = list(identity) if identity is not None else [False] * self.s
         self.rowptrs = [c[0] for c in csrs]
         self.cols = [c[1] for c in csrs]
         self.vals = [c[2] for c in csrs]
@@ -307,6 +318,14 @@ def _csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> Csr:
     return rowptr, cols, vals
 
 
+#: The plan of ``I`` (a support: on the diagonal mask).
+IDENTITY_OPS = ["identity", "ones", "as_edge"]
+
+
+def _ops(plan: Any) -> list[str]:
+    return [st.op for st in plan.steps]
+
+
 def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
     """``A`` or ``I`` of an unweighted batch read off the batch (its coalesced edges, or the
     diagonal) with values 1: what :func:`~compiler.api.materialise` gives for these plans
@@ -323,7 +342,7 @@ def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
 
         edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
         return edges, torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
-    if ops == ["identity", "ones", "as_edge"]:
+    if ops == IDENTITY_OPS:
         i = torch.arange(b.num_nodes, device=b.edge_index.device)
         return torch.stack([i, i]), torch.ones(b.num_nodes, dtype=torch.float64, device=i.device)
     return None
@@ -357,7 +376,10 @@ def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) ->
     sup = stage(key).supports(edge_index, batch, n)
     ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
     out: Tensor | None = None
-    for m, ys_k in zip(sup.csr(y.dtype), ys):
+    for m, ys_k, eye in zip(sup.csr(y.dtype), ys, sup.identity):
+        if eye:  # I y: the operand itself (a copy if it starts the sum: never an alias of y)
+            out = ys_k.clone() if out is None else out + ys_k
+            continue
         term = _mm(m, ys_k)
         out = term if out is None else out + term
     return y.new_zeros(n, c) if out is None else out
@@ -368,7 +390,9 @@ def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, 
     n, c = g.shape
     sup = stage(key).supports(edge_index, batch, n)
     g = g.contiguous()
-    return torch.stack([_mm(m, g) for m in sup.csr_t(g.dtype)], 1)
+    return torch.stack(
+        [g if eye else _mm(m, g) for m, eye in zip(sup.csr_t(g.dtype), sup.identity)], 1
+    )
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())

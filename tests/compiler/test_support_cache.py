@@ -54,6 +54,8 @@ def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
         mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
         sup = stage.supports(*_fresh(b), b.num_nodes)
     assert stage.cache.hits == hits + len(order)
+    # I is the operand itself in the products (no sparse product); its matrix is still there
+    assert sup.identity == [t == "I" for t in SUPPORTS]
     dense = _dense(sup)
     ptr = b.ptr.tolist()
     for s, text in enumerate(SUPPORTS):
@@ -163,3 +165,29 @@ def test_split_and_assemble_round_trip_with_empty_rows_and_an_empty_support() ->
     for (rowptr, cols, vals), m in zip(back, mats):
         got = torch.sparse_csr_tensor(rowptr, cols, vals, (n, n)).to_dense().numpy()
         np.testing.assert_array_equal(got, m[np.ix_(perm, perm)])
+
+
+@pytest.mark.parametrize("supports", [["I"], ["I", "A ⊙ A²"], ["A ⊙ A²", "I"]])
+def test_identity_support_is_the_operand(supports: list[str]) -> None:
+    """``I`` skips its product: the layer's output and gradients equal the dense formula
+    ``Σ_s C_s x W_s`` (``I`` alone included: the output is never an alias of its input)."""
+    b = _batch(["K4", "decalin"])
+    torch.manual_seed(0)
+    conv = SentenceConv(3, 2, supports, bias=False).double()
+    x = torch.randn(b.num_nodes, 3, dtype=torch.float64, requires_grad=True)
+    out = conv(x, b.edge_index, b.batch)
+    out.pow(2).sum().backward()
+    xd = x.detach().clone().requires_grad_(True)
+    want = torch.zeros(b.num_nodes, 2, dtype=torch.float64)
+    ptr = b.ptr.tolist()
+    for s, text in enumerate(supports):
+        c = torch.zeros(b.num_nodes, b.num_nodes, dtype=torch.float64)
+        for k, g in enumerate(["K4", "decalin"]):
+            lo, hi = ptr[k], ptr[k + 1]
+            c[lo:hi, lo:hi] = torch.as_tensor(
+                np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+            )
+        want = want + c @ xd @ conv.weight[s].detach()
+    want.pow(2).sum().backward()
+    torch.testing.assert_close(out.detach(), want.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(x.grad, xd.grad, rtol=1e-12, atol=1e-12)
