@@ -154,9 +154,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 f"{in_channels}, {out_channels}"
             )
         if normalize not in NORMALIZATIONS:
-            raise MatlangError(
-                f"normalize must be None or 'max_row_sum', got {normalize!r}"
-            )
+            raise MatlangError(f"normalize must be None or 'max_row_sum', got {normalize!r}")
         if self_loops not in ("error", "remove"):
             raise MatlangError(f"self_loops must be 'error' or 'remove', got {self_loops!r}")
         self.normalize, self.self_loops = normalize, self_loops
@@ -444,9 +442,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             parts = [st.module(t, torch.float64).edge_values(b)[0] for t in self.supports]
             if self.normalize is not None:
                 rows = torch.cat([i[0] for i, _ in parts])
-                which = torch.cat(
-                    [torch.full_like(i[0], s) for s, (i, _) in enumerate(parts)]
-                )
+                which = torch.cat([torch.full_like(i[0], s) for s, (i, _) in enumerate(parts)])
                 vals = torch.cat([v for _, v in parts]).detach()
                 y = y * _scale(rows, which, vals, n, len(parts), batch).to(y.dtype).unsqueeze(-1)
             for s, (index, values) in enumerate(parts):

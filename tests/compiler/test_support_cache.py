@@ -10,6 +10,7 @@ import torch
 from matlang.compiler import api
 from matlang.compiler.layers import stage as st
 from matlang.compiler.layers import support_cache as sc
+from matlang.compiler.layers.support_cache import seen_graphs
 from matlang.runtime.batch import Batch
 
 import matlang
@@ -191,3 +192,88 @@ def test_identity_support_is_the_operand(supports: list[str]) -> None:
     want.pow(2).sum().backward()
     torch.testing.assert_close(out.detach(), want.detach(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(x.grad, xd.grad, rtol=1e-12, atol=1e-12)
+
+
+def _filed_stage() -> st.Stage:
+    stage = st.stage(st.stage_key("supports", SUPPORTS))
+    warm = _batch(GRAPHS)
+    stage.supports(*_fresh(warm), warm.num_nodes)
+    return stage
+
+
+def test_a_batch_of_seen_graphs_is_not_validated_again() -> None:
+    """Every graph filed (so validated before): the batch is assembled without validation,
+    and equals the supports of the validated path."""
+    stage = _filed_stage()
+    b = _batch(["star3", "K4", "petersen"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(st, "make_batch", lambda *a, **k: pytest.fail("validated a seen batch"))
+        sup = stage.supports(*_fresh(b), b.num_nodes)
+    st._STAGES.clear()
+    want = st.stage(st.stage_key("supports", SUPPORTS)).supports(*_fresh(b), b.num_nodes)
+    for s in range(len(SUPPORTS)):
+        assert torch.equal(
+            sup.csr(torch.float64)[s].to_dense(), want.csr(torch.float64)[s].to_dense()
+        )
+    assert sup.identity == want.identity == [t == "I" for t in SUPPORTS]
+
+
+def _edit(b: Batch, how: str) -> torch.Tensor:
+    ei = b.edge_index.clone()
+    if how == "between graphs":  # the last edge of graph 0 rewired into graph 1
+        ei[1, int((ei[0] < b.ptr[1]).sum()) - 1] = int(b.ptr[1])
+    elif how == "no reverse":  # drop one direction of an edge
+        ei = ei[:, 1:]
+    elif how == "self-loop":
+        ei = torch.cat([ei, torch.tensor([[0], [0]])], 1)
+    elif how == "out of range":
+        ei[1, -1] = b.num_nodes + 3
+    return ei
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("between graphs", "joins graph"),
+        ("no reverse", "has no reverse edge"),
+        ("self-loop", "self-loop"),
+        ("out of range", "refers to node"),
+    ],
+)
+def test_a_broken_batch_of_seen_graphs_gets_the_validation_error(how: str, message: str) -> None:
+    """The shortcut never vouches for a batch that is not exactly its filed graphs: each
+    defect gets the error a new batch gets."""
+    stage = _filed_stage()
+    b = _batch(["K4", "cycle5"])
+    with pytest.raises(matlang.errors.GraphError, match=message):
+        stage.supports(_edit(b, how), b.batch.clone(), b.num_nodes)
+
+
+def test_seen_graphs_in_another_edge_order_or_size_are_not_taken_for_filed_ones() -> None:
+    """An unsorted edge list of filed graphs is validated and gives the same supports; a
+    filed graph's edges under another node count (an isolated node more) are another graph."""
+    stage = _filed_stage()
+    b = _batch(["cycle5", "K4"])
+    perm = torch.randperm(b.edge_index.shape[1], generator=torch.Generator().manual_seed(0))
+    shuffled = stage.supports(b.edge_index[:, perm].clone(), b.batch.clone(), b.num_nodes)
+    sorted_ = stage.supports(*_fresh(b), b.num_nodes)
+    for x, y in zip(shuffled.csr(torch.float64), sorted_.csr(torch.float64)):
+        assert torch.equal(x.to_dense(), y.to_dense())
+    one = _batch(["K4"])
+    bigger = torch.zeros(5, dtype=torch.int64)  # K4's edges on 5 nodes: node 4 isolated
+    assert (
+        seen_graphs(
+            st.as_batch(
+                st.SimpleNamespace(
+                    edge_index=one.edge_index.clone(), batch=bigger, num_nodes=5, x=None
+                ),
+                validate=False,
+            ),
+            stage.cache,
+            stage._cache_params,
+        )
+        is None
+    )
+    sup = stage.supports(one.edge_index.clone(), bigger, 5)
+    dense = sup.csr(torch.float64)[SUPPORTS.index("A ⊙ A²")].to_dense()
+    assert dense[4].abs().sum() == 0 and dense[:4, :4].sum() == 12 * 2
