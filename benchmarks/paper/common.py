@@ -79,6 +79,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         batch_size=args.batch_size,
         stop_below=args.stop_below,
         progress=not args.no_progress,
+        lr_schedule=getattr(args, "lr_schedule", "constant"),
     )
 
 
@@ -93,6 +94,19 @@ def train_record(args: argparse.Namespace) -> dict[str, Any]:
         "stop_below": args.stop_below,
         "selection": "epoch of lowest validation loss",
         "dtype": "float32",
+        # recorded only when not the paper's constant rate (files before it compare equal)
+        **_schedule_record(getattr(args, "lr_schedule", "constant")),
+    }
+
+
+def _schedule_record(schedule: str) -> dict[str, Any]:
+    if schedule == "constant":
+        return {}
+    from benchmarks.paper.train import PLATEAU_MIN_LR, PLATEAU_PATIENCE
+
+    return {
+        "lr_schedule": f"{schedule}: halved after {PLATEAU_PATIENCE} epochs without a better "
+        f"validation loss, down to {PLATEAU_MIN_LR:g}"
     }
 
 

@@ -183,11 +183,11 @@ def _run_note(r: Result) -> str:
     seeds = d.get("seeds", [])
     bits = [f"`{r.path.name}`", f"{len(seeds)} seed(s)"]
     if "epochs_max" in cfg:
-        runs = d.get("runs", [])
+        runs, plateau = d.get("runs", []), " halved on plateaus" * bool(cfg.get("lr_schedule"))
         ran = sorted({x.get("epochs_run") for x in runs})
         bits.append(
             f"≤ {cfg['epochs_max']} epochs (ran {', '.join(str(x) for x in ran)}), "
-            f"batch {cfg.get('batch_size')}, lr {cfg.get('lr')}"
+            f"batch {cfg.get('batch_size')}, lr {cfg.get('lr')}{plateau}"
         )
     if cfg.get("limit"):
         bits.append(f"limit {cfg['limit']}")

@@ -354,6 +354,11 @@ def _fit_stacked(
     """Train ``stack`` (one model per seed of ``seeds``) as :func:`~benchmarks.paper.train.fit`
     trains each, and score the selected weights on ``te``."""
     k = len(seeds)
+    if cfg.lr_schedule != "constant":
+        raise MatlangError(
+            "--stack-seeds trains with a constant learning rate: run the seeds apart for "
+            f"--lr-schedule {cfg.lr_schedule}"
+        )
     opt = adam(stack.params.values(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gens = [torch.Generator().manual_seed(seed) for seed in seeds]
     best = (stack.squared_errors(va) / max(1, len(va))).tolist()

@@ -128,6 +128,14 @@ class GraphSet:
             yield batch, part.y, part.mask
 
 
+#: Learning-rate schedules of :class:`TrainConfig`.
+LR_SCHEDULES = ("constant", "plateau")
+#: ``plateau``: epochs without a better validation loss before the rate is halved, and the
+#: smallest rate.
+PLATEAU_PATIENCE = 10
+PLATEAU_MIN_LR = 1e-5
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How :func:`fit` trains.
@@ -146,6 +154,9 @@ class TrainConfig:
         device: where the model trains (``cpu``, ``cuda:K``; checked by the caller with
             :func:`benchmarks.paper.distributed.check_device`). The shuffling's generator
             stays on the CPU, so the batches are the same on every device.
+        lr_schedule: ``constant`` (the paper's) or ``plateau``: the learning rate halved when
+            the validation loss has not improved for :data:`PLATEAU_PATIENCE` epochs, down to
+            :data:`PLATEAU_MIN_LR` (torch's ``ReduceLROnPlateau``; needs a validation set).
     """
 
     epochs: int = 200
@@ -158,8 +169,13 @@ class TrainConfig:
     seed: int = 0
     progress: bool = True
     device: str = "cpu"
+    lr_schedule: Literal["constant", "plateau"] = "constant"
 
     def __post_init__(self) -> None:
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise MatlangError(
+                f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}"
+            )
         if self.reduction not in ("sum", "mean"):
             raise MatlangError(f"reduction must be 'sum' or 'mean', got {self.reduction!r}")
         if self.epochs < 0 or self.batch_size < 1 or self.eval_batch_size < 1:
@@ -178,6 +194,8 @@ class TrainResult:
     epochs_run: int
     stopped_early: bool
     seconds: float
+    #: the learning rate of every epoch (constant unless ``lr_schedule="plateau"``)
+    lr_by_epoch: list[float] = field(default_factory=list)
 
 
 def adam(params: Iterable[Tensor], lr: float, weight_decay: float = 0.0) -> torch.optim.Adam:
@@ -270,6 +288,14 @@ def fit(
     gen = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay) if params else None
+    schedule = None
+    if cfg.lr_schedule == "plateau" and opt is not None:
+        if val is None:
+            raise MatlangError("lr_schedule='plateau' follows the validation loss: give a val set")
+        schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            opt, mode="min", factor=0.5, patience=PLATEAU_PATIENCE, min_lr=PLATEAU_MIN_LR
+        )
+    lrs: list[float] = []
     net = group.wrap(model) if params else model
     best = math.inf
     best_state = copy.deepcopy(model.state_dict())
@@ -282,6 +308,7 @@ def fit(
     bar = tqdm(range(1, cfg.epochs + 1), desc=desc, disable=not cfg.progress, leave=False)
     for epoch in bar:
         model.train()
+        lrs.append(cfg.lr if opt is None else float(opt.param_groups[0]["lr"]))
         total, rows = 0.0, 0
         for batch, y, mask in train.batches(cfg.batch_size, gen, group):
             y, mask = y.to(dev), None if mask is None else mask.to(dev)
@@ -305,6 +332,8 @@ def fit(
         if val is not None:
             v = mean_loss(model, val, loss, cfg.eval_batch_size)
             val_history.append(v)
+            if schedule is not None:
+                schedule.step(v)
             if v < best:
                 best, best_epoch = v, epoch
                 best_state = copy.deepcopy(model.state_dict())
@@ -323,6 +352,7 @@ def fit(
         len(history),
         stopped,
         time.perf_counter() - start,
+        lrs,
     )
 
 

@@ -387,6 +387,13 @@ def _training(
         "--batch-size", type=int, default=batch_size, help=f"default {batch_size or by_protocol}"
     )
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument(
+        "--lr-schedule",
+        choices=("constant", "plateau"),
+        default="constant",
+        help="constant (the paper's, default) or plateau: halved after 10 epochs without a "
+        "better validation loss, down to 1e-5",
+    )
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument(
         "--stop-below",

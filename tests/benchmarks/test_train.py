@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from typing import Any
 
 import pytest
 import torch
 
 from benchmarks.paper.models import make_model
-from benchmarks.paper.train import adam
+from benchmarks.paper.train import (
+    PLATEAU_MIN_LR,
+    PLATEAU_PATIENCE,
+    GraphSet,
+    TrainConfig,
+    adam,
+    fit,
+)
+from matlang.errors import MatlangError
+from matlang.graphs import named
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -36,3 +47,68 @@ def test_fused_adam_takes_the_per_tensor_steps(dtype: torch.dtype) -> None:
 def test_adam_refuses_an_empty_parameter_list() -> None:
     with pytest.raises(ValueError, match="empty parameter list"):
         adam([], lr=1e-3)
+
+
+class _Mean(torch.nn.Module):
+    """The node count over 10, whatever its one weight: the validation loss never moves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, b: Any) -> torch.Tensor:
+        ones = torch.ones(b.num_nodes, 1)
+        sums = torch.zeros(b.num_graphs, 1).index_add_(0, b.batch, ones)
+        return self.w * 0.0 + sums / 10
+
+
+def _noise_sets(seed: int) -> tuple[GraphSet, GraphSet]:
+    g = torch.Generator().manual_seed(seed)
+    graphs = [named("K4"), named("cycle5"), named("petersen")] * 4
+    y = torch.randn(len(graphs), 1, generator=g)
+    return GraphSet(graphs[:8], y[:8], "graph"), GraphSet(graphs[8:], y[8:], "graph")
+
+
+def test_plateau_schedule_halves_the_rate_when_validation_stalls() -> None:
+    """A model that cannot improve: the validation loss stalls at once, so with ``plateau`` the rate
+    is halved every PLATEAU_PATIENCE + 1 epochs down to the floor, and ``constant`` keeps it."""
+    train, val = _noise_sets(0)
+    cfg = TrainConfig(epochs=60, lr=1e-2, batch_size=4, stop_below=0.0, progress=False)
+    flat = fit(_Mean(), train, val, config=cfg)
+    assert flat.lr_by_epoch == [1e-2] * 60
+    res = fit(_Mean(), train, val, config=replace(cfg, lr_schedule="plateau"))
+    lrs = res.lr_by_epoch
+    assert lrs[0] == 1e-2 and len(lrs) == 60
+    assert all(b <= a for a, b in zip(lrs, lrs[1:]))  # never raised
+    drops = [b / a for a, b in zip(lrs, lrs[1:]) if b != a]
+    assert drops and all(abs(r - 0.5) < 1e-12 for r in drops[:-1])
+    assert lrs[-1] < 1e-2 / 4 and min(lrs) >= PLATEAU_MIN_LR
+    assert lrs.index(lrs[-1]) > PLATEAU_PATIENCE  # not before the patience ran out
+
+
+def test_plateau_schedule_needs_validation() -> None:
+    train, _ = _noise_sets(1)
+    with pytest.raises(MatlangError, match="validation"):
+        fit(
+            _Mean(),
+            train,
+            None,
+            config=TrainConfig(epochs=2, lr_schedule="plateau", progress=False),
+        )
+    with pytest.raises(MatlangError, match="lr_schedule must be one of"):
+        TrainConfig(lr_schedule="cosine")  # type: ignore[arg-type]
+
+
+def test_the_schedule_is_recorded_only_when_not_the_papers() -> None:
+    """A result file records ``lr_schedule`` for ``plateau`` only: files written before the
+    option (constant rate) keep comparing equal for ``--append``."""
+    import argparse
+
+    from benchmarks.paper.common import train_record
+
+    base = {"epochs": 5, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 4, "stop_below": 1e-4}
+    old = train_record(argparse.Namespace(**base))  # a parser without the option
+    constant = train_record(argparse.Namespace(**base, lr_schedule="constant"))
+    plateau = train_record(argparse.Namespace(**base, lr_schedule="plateau"))
+    assert old == constant and "lr_schedule" not in constant
+    assert plateau["lr_schedule"].startswith("plateau: halved after 10 epochs")
