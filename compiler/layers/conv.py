@@ -65,7 +65,9 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     * an **operator** (a matrix sentence: ``A``, ``I``, ``A ⊙ A²``, ``A³ ⊙ I``, ``L``,
       ``(A + I) ⊙ A²``, ``let C = …; C``) is a support :math:`C_s`, computed once per batch on
       its inferred mask (``A ⊙ A²`` on the edges) by the graph-constant stage
-      (:func:`compiler.api.materialise`) and remembered on the batch;
+      (:func:`compiler.api.materialise`) and remembered on the batch; it is also filed per
+      graph (:mod:`compiler.layers.support_cache`), so a new batch of graphs seen before (a
+      shuffled loader's next epoch) is assembled from the cache, not recomputed;
     * a **node sentence of one free input** (``input h; relu(A h) ⊙ (A² h)``) is applied to each
       channel of :math:`\mathbf{X}` (:math:`f_k(\mathbf{X})`, ``(N, d)``), then mixed by
       :math:`\mathbf{V}_k`;
