@@ -45,10 +45,13 @@ def _stats(module: Any, sizes: dict[int, int], dtype: torch.dtype) -> list[Any]:
 def constant_registers(module: Any, ctx: Any, where: str) -> Registers:
     """``module``'s graph constants on ``ctx.batch`` by the stage ``where`` (``"graphblas"``
     or ``"torch"``), see the module docstring."""
-    edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
+    fp = ctx.fingerprint
+    edges, weight = ctx.batch.cached(
+        "compiled.edges", lambda: prepared_edges(ctx.batch), fingerprint=fp
+    )
     if where == "torch":
         return _torch_registers(module, ctx, edges, weight)
-    graphs = graphs_of(ctx.batch, edges, weight)
+    graphs = graphs_of(ctx.batch, edges, weight, fingerprint=fp)
     wanted = set(module._operators.values())
     if module.cache is not None and module._per_graph and graphs.g > 0:
         options = (module._constants_key, str(ctx.dtype), str(ctx.device), ctx.backend)

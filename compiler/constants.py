@@ -418,10 +418,13 @@ def _shrink_exact(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- torch side
 
 
-def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
+def graphs_of(
+    batch: Any, edges: Any, weight: Any, *, fingerprint: tuple[Any, ...] | None = None
+) -> Graphs:
     """The stage's view of a :class:`runtime.batch.Batch` whose prepared (coalesced) edges are
     ``edges`` (``(2, E)`` int64) and ``weight`` (float64 or ``None``); ``symmetric`` when the
-    batch passed validation (:meth:`~runtime.batch.Batch.known_symmetric`)."""
+    batch passed validation (:meth:`~runtime.batch.Batch.known_symmetric`; ``fingerprint``:
+    the batch's, as the caller took it)."""
     ei = edges.detach().cpu().numpy()
     w = None
     if weight is not None:
@@ -436,8 +439,15 @@ def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
         ei[1],
         w,
         batch.graph_label,
-        symmetric=bool(getattr(batch, "known_symmetric", lambda: False)()),
+        symmetric=_known_symmetric(batch, fingerprint),
     )
+
+
+def _known_symmetric(batch: Any, fingerprint: tuple[Any, ...] | None) -> bool:
+    known = getattr(batch, "known_symmetric", None)
+    if known is None:
+        return False
+    return bool(known() if fingerprint is None else known(fingerprint=fingerprint))
 
 
 def to_torch(value: Any, size: int, dtype: Any) -> Any:

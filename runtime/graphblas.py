@@ -246,6 +246,24 @@ class Mask:
         """The structure as a GraphBLAS BOOL matrix (untransposed)."""
         return self._import(np.array(True))
 
+    def strict_lower(self) -> Any:
+        """The entries of the stored structure below the diagonal (``i > j``), as a GraphBLAS
+        BOOL matrix: each row's are a prefix of its sorted columns, so L's row pointers are a
+        running count of them read at the structure's row pointers."""
+        keep = self.indices < self.base_rows
+        count = np.empty(keep.size + 1, dtype=np.int64)
+        count[0] = 0
+        np.cumsum(keep, out=count[1:])
+        return _gb().Matrix.ss.import_csr(
+            nrows=self.n,
+            ncols=self.n,
+            indptr=count[self.indptr],
+            col_indices=self.indices[keep],
+            values=np.ones(1, dtype=bool),
+            is_iso=True,
+            sorted_cols=True,
+        )
+
     def pattern_view(self) -> Any:
         """The structure as GraphBLAS reads this mask (transposed or not), BOOL."""
         return self.pattern.T if self.transposed else self.pattern
@@ -483,7 +501,10 @@ class Kernels:
         ``(a, b)`` of ``C`` through ``c``) — a quarter of the masked ``A ⊙ A²`` on all 2E
         entries. A triangle's row ``a`` is in its graph, so row sums give each graph's count."""
         gb = _gb()
-        low = gb.select.tril(s.pattern, -1).new()
+        if "pattern" in s.__dict__ or s.transposed:  # imported already: GraphBLAS selects L
+            low = gb.select.tril(s.pattern, -1).new()
+        else:  # L straight from the stored structure: one import of half the entries
+            low = s.strict_lower()
         c = gb.Matrix(gb.dtypes.INT64, s.n, s.n)
         c(low.S) << low.mxm(low.T, gb.semiring.plus_pair[gb.dtypes.INT64])
         if self.ptr.size == 2:  # one graph: a scalar reduce
