@@ -34,7 +34,7 @@ def _tensor(a: Any, device: Any) -> Tensor:
 
 
 def _stats(module: Any, sizes: dict[int, int], dtype: torch.dtype) -> list[Any]:
-    item = torch.empty((), dtype=dtype).element_size()
+    item = dtype.itemsize
     stats: list[Any] = [None] * len(module.plan.steps)
     for k, size in sizes.items():
         mask = module.plan.steps[k].kind == MASK
@@ -47,7 +47,7 @@ def constant_registers(module: Any, ctx: Any, where: str) -> Registers:
     or ``"torch"``), see the module docstring."""
     fp = ctx.fingerprint
     edges, weight = ctx.batch.cached(
-        "compiled.edges", lambda: prepared_edges(ctx.batch), fingerprint=fp
+        "compiled.edges", lambda: prepared_edges(ctx.batch, fingerprint=fp), fingerprint=fp
     )
     if where == "torch":
         return _torch_registers(module, ctx, edges, weight)

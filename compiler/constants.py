@@ -93,6 +93,7 @@ class Graphs:
     weight: np.ndarray | None  # (E,) or None for a 0/1 graph
     label: Callable[[int], str]
     symmetric: bool = False  # the edges and weights were checked symmetric (validation)
+    indptr: np.ndarray | None = None  # (N + 1,) row pointers of the edges, where known
 
     @property
     def g(self) -> int:
@@ -256,7 +257,7 @@ class ConstantStage:
             return shared
         n = gr.n
         if op == "edges":
-            return Mask.from_sorted_coo(n, gr.rows, gr.cols)
+            return Mask.from_sorted_coo(n, gr.rows, gr.cols, gr.indptr)
         if op == "identity":
             return Mask.identity(n)
         if op == "empty":
@@ -440,7 +441,18 @@ def graphs_of(
         w,
         batch.graph_label,
         symmetric=_known_symmetric(batch, fingerprint),
+        indptr=_row_pointers(batch, fingerprint, int(ei.shape[1])),
     )
+
+
+def _row_pointers(batch: Any, fingerprint: tuple[Any, ...] | None, e: int) -> np.ndarray | None:
+    """The row pointers validation counted for the batch's edges (int64), ``None`` when it did
+    not (or they do not end at the ``e`` prepared edges)."""
+    known = getattr(batch, "row_pointers", None)
+    indptr = None if known is None else known(fingerprint=fingerprint)
+    if indptr is None or int(indptr[-1]) != e:
+        return None
+    return indptr.astype(np.int64, copy=False)
 
 
 def _known_symmetric(batch: Any, fingerprint: tuple[Any, ...] | None) -> bool:

@@ -399,7 +399,7 @@ class CompiledModule(nn.Module):
         device = batch.edge_index.device
         fp = batch.fingerprint()  # one look per pass: nothing below changes the tensors
         edges, weight = batch.cached(
-            "compiled.edges", lambda: prepared_edges(batch), fingerprint=fp
+            "compiled.edges", lambda: prepared_edges(batch, fingerprint=fp), fingerprint=fp
         )
         dtype = self.dtype
         given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
@@ -764,9 +764,10 @@ class CompiledModule(nn.Module):
         return x / y
 
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        zero = args[0] == 0
-        if self.nonfinite == "error" and bool(zero.any()):
-            g = int(torch.nonzero(zero)[0, 0])
+        # one reduction decides (every entry non-zero; nan counts as non-zero, as nan == 0 is
+        # false); only a zero looks for the graph to name
+        if self.nonfinite == "error" and not bool(args[0].detach().all()):
+            g = int(torch.nonzero(args[0] == 0)[0, 0])
             raise EvaluationError(
                 f"division by zero on graph {ctx.batch.graph_label(g)}: {step.attr('what')} is 0"
             )

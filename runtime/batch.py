@@ -192,9 +192,10 @@ class Batch:
         fp = self.fingerprint() if fingerprint is None else fingerprint
         return any(self._remembers(f"valid{(False, loops)}", fp) for loops in (False, True))
 
-    def check_range(self) -> None:
+    def check_range(self, *, fingerprint: tuple[Any, ...] | None = None) -> None:
         """Raise :class:`GraphError` unless every node id of ``edge_index`` is in ``0..N-1``
-        (remembered, see :meth:`cached`): the one check a kernel cannot do without."""
+        (remembered, see :meth:`cached`, whose ``fingerprint`` it takes): the one check a
+        kernel cannot do without."""
 
         def check() -> bool:
             n = self.num_nodes
@@ -207,11 +208,19 @@ class Batch:
                     )
             return True
 
-        self.cached("in_range", check)
+        self.cached("in_range", check, fingerprint=fingerprint)
 
-    def is_coalesced(self) -> bool:
+    def row_pointers(self, *, fingerprint: tuple[Any, ...] | None = None) -> np.ndarray | None:
+        """The CSR row pointers ``(N + 1,)`` of the coalesced edges where validation counted
+        them for the current tensors (on the host), else ``None``. ``fingerprint``: as
+        :meth:`cached` takes it."""
+        fp = self.fingerprint() if fingerprint is None else fingerprint
+        return self._memo["row_pointers"][1] if self._remembers("row_pointers", fp) else None
+
+    def is_coalesced(self, *, fingerprint: tuple[Any, ...] | None = None) -> bool:
         """Whether the edges are sorted row-major without repeats (keys ``i·N + j`` strictly
-        increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`)."""
+        increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`,
+        whose ``fingerprint`` it takes)."""
 
         def check() -> bool:
             ei = self.edge_index
@@ -223,7 +232,7 @@ class Batch:
             ei = ei.to(torch.int64)
             return is_coalesced(ei[0] * self.num_nodes + ei[1])
 
-        return bool(self.cached("coalesced", check))
+        return bool(self.cached("coalesced", check, fingerprint=fingerprint))
 
     def _check(
         self, allow_directed: bool, allow_self_loops: bool, fp: tuple[Any, ...] | None = None
@@ -289,7 +298,10 @@ class Batch:
             return False  # the sort-based check decides (weighted repeats, a missing reverse)
         w = self.edge_weight
         if host:
-            return _symmetric_sorted(e, None if w is None else w.detach().numpy(), n)
+            indptr = _row_pointers(row, n)
+            if fp is not None:  # the stage's edge mask has the same rows: not counted again
+                self._memo["row_pointers"] = (fp, indptr)
+            return _symmetric_sorted(e, None if w is None else w.detach().numpy(), n, indptr)
         return _symmetric_by_sort(row * n + col, row, col, w, n)
 
     def _check_slowly(self, allow_directed: bool, allow_self_loops: bool) -> None:
@@ -417,16 +429,27 @@ def _scan_edges(
     return coalesced, loops, crossing
 
 
-def _symmetric_sorted(e: np.ndarray, weight: np.ndarray | None, n: int) -> bool:
+def _row_pointers(row: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointers of sorted rows: int32 where every index fits (see
+    :func:`_symmetric_sorted`), else int64."""
+    itype = np.int32 if max(n, row.size) < 2**31 - 1 else np.int64
+    indptr = np.zeros(n + 1, dtype=itype)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    return indptr
+
+
+def _symmetric_sorted(
+    e: np.ndarray, weight: np.ndarray | None, n: int, indptr: np.ndarray | None = None
+) -> bool:
     """Whether a row-major sorted int64 edge list ``e`` (2, E) without repeats equals its
     transpose (weights too): the CSC form of A, read as CSR, is Aᵀ with sorted rows, built by
     scipy's counting sort (O(n + E)); A = Aᵀ iff the arrays agree. With int32 indices where
-    they fit (half the memory of the transposed copy: 40 MB, not 80, at E = 10⁷)."""
+    they fit (half the memory of the transposed copy: 40 MB, not 80, at E = 10⁷). ``indptr``:
+    the rows' pointers (:func:`_row_pointers`) where the caller counted them."""
     row, col = e[0], e[1]
-    small = max(n, col.size) < 2**31 - 1
-    itype = np.int32 if small else np.int64
-    indptr = np.zeros(n + 1, dtype=itype)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    if indptr is None:
+        indptr = _row_pointers(row, n)
+    itype = indptr.dtype
     col = np.ascontiguousarray(col, dtype=itype)
     data = np.zeros(col.size, dtype=np.int8) if weight is None else np.ascontiguousarray(weight)
     t_ptr = np.empty(n + 1, dtype=itype)

@@ -161,10 +161,14 @@ class Mask:
 
     # constructors -----------------------------------------------------------------------
     @staticmethod
-    def from_sorted_coo(n: int, rows: np.ndarray, cols: np.ndarray) -> Mask:
-        """Entries sorted row-major without repeats."""
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    def from_sorted_coo(
+        n: int, rows: np.ndarray, cols: np.ndarray, indptr: np.ndarray | None = None
+    ) -> Mask:
+        """Entries sorted row-major without repeats (``indptr``: their row pointers, where the
+        caller has them)."""
+        if indptr is None:
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
         out = Mask(n, indptr, cols)
         out.__dict__["base_rows"] = np.ascontiguousarray(rows, dtype=np.int64)
         return out
