@@ -718,7 +718,8 @@ def _pyg_layout_tensors(
     if offsets.size == 2:  # one graph
         b = torch.zeros(n, dtype=torch.int64, device=ei.device)
     elif ei.device.type == "cpu":  # numpy's repeat: a tenth of torch's at small sizes
-        b = torch.from_numpy(np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets)))
+        graph_ids = np.arange(offsets.size - 1, dtype=np.int64)
+        b = torch.from_numpy(np.repeat(graph_ids, np.diff(offsets)))
     else:
         b = torch.repeat_interleave(
             torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
