@@ -70,14 +70,23 @@ def constant_registers(module: Any, ctx: Any, where: str) -> Registers:
             symmetric=symmetric,
         )
     stats = _stats(module, result.sizes, ctx.dtype)
+    host = ctx.device == _HOST
     regs = {
         # the edge mask is the batch's own edges: no (2, E) stack of numpy rows and columns
         k: edges
         if module.plan.steps[k].op == "edges"
-        else to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device)
+        else _on(to_torch(v, stats[k][0][-1], ctx.dtype), ctx.device, host)
         for k, v in result.values.items()
     }
     return regs, stats, operators
+
+
+_HOST = torch.device("cpu")
+
+
+def _on(t: Tensor, device: Any, host: bool) -> Tensor:
+    """``t`` (on the host) on ``device``: as it is for the host, without a call into torch."""
+    return t if host else t.to(device)
 
 
 def _torch_registers(module: Any, ctx: Any, edges: Tensor, weight: Tensor | None) -> Registers:
