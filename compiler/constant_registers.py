@@ -34,7 +34,7 @@ def _tensor(a: Any, device: Any) -> Tensor:
 
 
 def _stats(module: Any, sizes: dict[int, int], dtype: torch.dtype) -> list[Any]:
-    item = torch.empty((), dtype=dtype).element_size()
+    item = dtype.itemsize
     stats: list[Any] = [None] * len(module.plan.steps)
     for k, size in sizes.items():
         mask = module.plan.steps[k].kind == MASK
@@ -45,10 +45,13 @@ def _stats(module: Any, sizes: dict[int, int], dtype: torch.dtype) -> list[Any]:
 def constant_registers(module: Any, ctx: Any, where: str) -> Registers:
     """``module``'s graph constants on ``ctx.batch`` by the stage ``where`` (``"graphblas"``
     or ``"torch"``), see the module docstring."""
-    edges, weight = ctx.batch.cached("compiled.edges", lambda: prepared_edges(ctx.batch))
+    fp = ctx.fingerprint
+    edges, weight = ctx.batch.cached(
+        "compiled.edges", lambda: prepared_edges(ctx.batch, fingerprint=fp), fingerprint=fp
+    )
     if where == "torch":
         return _torch_registers(module, ctx, edges, weight)
-    graphs = graphs_of(ctx.batch, edges, weight)
+    graphs = graphs_of(ctx.batch, edges, weight, fingerprint=fp)
     wanted = set(module._operators.values())
     if module.cache is not None and module._per_graph and graphs.g > 0:
         options = (module._constants_key, str(ctx.dtype), str(ctx.device), ctx.backend)
@@ -67,14 +70,23 @@ def constant_registers(module: Any, ctx: Any, where: str) -> Registers:
             symmetric=symmetric,
         )
     stats = _stats(module, result.sizes, ctx.dtype)
+    host = ctx.device == _HOST
     regs = {
         # the edge mask is the batch's own edges: no (2, E) stack of numpy rows and columns
         k: edges
         if module.plan.steps[k].op == "edges"
-        else to_torch(v, stats[k][0][-1], ctx.dtype).to(ctx.device)
+        else _on(to_torch(v, stats[k][0][-1], ctx.dtype), ctx.device, host)
         for k, v in result.values.items()
     }
     return regs, stats, operators
+
+
+_HOST = torch.device("cpu")
+
+
+def _on(t: Tensor, device: Any, host: bool) -> Tensor:
+    """``t`` (on the host) on ``device``: as it is for the host, without a call into torch."""
+    return t if host else t.to(device)
 
 
 def _torch_registers(module: Any, ctx: Any, edges: Tensor, weight: Tensor | None) -> Registers:

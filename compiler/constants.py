@@ -93,6 +93,7 @@ class Graphs:
     weight: np.ndarray | None  # (E,) or None for a 0/1 graph
     label: Callable[[int], str]
     symmetric: bool = False  # the edges and weights were checked symmetric (validation)
+    indptr: np.ndarray | None = None  # (N + 1,) row pointers of the edges, where known
 
     @property
     def g(self) -> int:
@@ -256,7 +257,7 @@ class ConstantStage:
             return shared
         n = gr.n
         if op == "edges":
-            return Mask.from_sorted_coo(n, gr.rows, gr.cols)
+            return Mask.from_sorted_coo(n, gr.rows, gr.cols, gr.indptr)
         if op == "identity":
             return Mask.identity(n)
         if op == "empty":
@@ -418,10 +419,13 @@ def _shrink_exact(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- torch side
 
 
-def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
+def graphs_of(
+    batch: Any, edges: Any, weight: Any, *, fingerprint: tuple[Any, ...] | None = None
+) -> Graphs:
     """The stage's view of a :class:`runtime.batch.Batch` whose prepared (coalesced) edges are
     ``edges`` (``(2, E)`` int64) and ``weight`` (float64 or ``None``); ``symmetric`` when the
-    batch passed validation (:meth:`~runtime.batch.Batch.known_symmetric`)."""
+    batch passed validation (:meth:`~runtime.batch.Batch.known_symmetric`; ``fingerprint``:
+    the batch's, as the caller took it)."""
     ei = edges.detach().cpu().numpy()
     w = None
     if weight is not None:
@@ -436,8 +440,26 @@ def graphs_of(batch: Any, edges: Any, weight: Any) -> Graphs:
         ei[1],
         w,
         batch.graph_label,
-        symmetric=bool(getattr(batch, "known_symmetric", lambda: False)()),
+        symmetric=_known_symmetric(batch, fingerprint),
+        indptr=_row_pointers(batch, fingerprint, int(ei.shape[1])),
     )
+
+
+def _row_pointers(batch: Any, fingerprint: tuple[Any, ...] | None, e: int) -> np.ndarray | None:
+    """The row pointers validation counted for the batch's edges (int64), ``None`` when it did
+    not (or they do not end at the ``e`` prepared edges)."""
+    known = getattr(batch, "row_pointers", None)
+    indptr = None if known is None else known(fingerprint=fingerprint)
+    if indptr is None or int(indptr[-1]) != e:
+        return None
+    return indptr.astype(np.int64, copy=False)
+
+
+def _known_symmetric(batch: Any, fingerprint: tuple[Any, ...] | None) -> bool:
+    known = getattr(batch, "known_symmetric", None)
+    if known is None:
+        return False
+    return bool(known() if fingerprint is None else known(fingerprint=fingerprint))
 
 
 def to_torch(value: Any, size: int, dtype: Any) -> Any:
@@ -454,6 +476,11 @@ def to_torch(value: Any, size: int, dtype: Any) -> Any:
         value = value.astype(np.float64)
     elif value.dtype.kind in "iub" and dtype == torch.float32 and value.size:
         _warn_float32(maxabs(value), dtype)
+    # numpy casts to float32/float64 itself (the same rounding as torch's): the first torch op
+    # after GraphBLAS costs 20–40 µs, from_numpy a fraction of that
+    if dtype == torch.float64 or dtype == torch.float32:
+        want = np.float64 if dtype == torch.float64 else np.float32
+        return torch.from_numpy(np.ascontiguousarray(value, dtype=want))
     return torch.from_numpy(np.ascontiguousarray(value)).to(dtype)
 
 

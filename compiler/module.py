@@ -399,7 +399,7 @@ class CompiledModule(nn.Module):
         device = batch.edge_index.device
         fp = batch.fingerprint()  # one look per pass: nothing below changes the tensors
         edges, weight = batch.cached(
-            "compiled.edges", lambda: prepared_edges(batch), fingerprint=fp
+            "compiled.edges", lambda: prepared_edges(batch, fingerprint=fp), fingerprint=fp
         )
         dtype = self.dtype
         given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
@@ -471,8 +471,9 @@ class CompiledModule(nn.Module):
     def constant_stage_for(self, device: torch.device | str) -> str:
         """Which constant stage a batch on ``device`` gets: ``"torch"`` or ``"graphblas"``
         (the ``constants`` option; ``"auto"``: torch off the CPU)."""
-        if self.constants == "auto":
-            return "graphblas" if torch.device(device).type == "cpu" else "torch"
+        if self.constants == "auto":  # (a torch.device as it is: constructing one costs µs)
+            dev = device if isinstance(device, torch.device) else torch.device(device)
+            return "graphblas" if dev.type == "cpu" else "torch"
         return self.constants
 
     def _count_stage(self, where: str) -> None:
@@ -495,7 +496,10 @@ class CompiledModule(nn.Module):
         given = ctx.batch.edge_weight
         if self.constants != "none" and not (given is not None and given.requires_grad):
             where = self.constant_stage_for(ctx.device)
-            key = f"{self._constants_key}.{where}.{ctx.dtype}.{ctx.device}.{ctx.backend}"
+            # the memo's name, spelled once per setting (a dtype's or device's name costs µs)
+            parts = (self._constants_key, where, ctx.dtype, ctx.device, ctx.backend)
+            names: dict[Any, str] = self.__dict__.setdefault("_memo_keys", {})
+            key = names.get(parts) or names.setdefault(parts, ".".join(map(str, parts)))
             constants, stats, ctx.prebuilt = ctx.batch.cached(
                 key, lambda: self._graph_constants(ctx, where), fingerprint=ctx.fingerprint
             )
@@ -764,9 +768,8 @@ class CompiledModule(nn.Module):
         return x / y
 
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
-        zero = args[0] == 0
-        if self.nonfinite == "error" and bool(zero.any()):
-            g = int(torch.nonzero(zero)[0, 0])
+        if self.nonfinite == "error" and not bool(args[0].detach().all()):  # nan is non-zero
+            g = int(torch.nonzero(args[0] == 0)[0, 0])
             raise EvaluationError(
                 f"division by zero on graph {ctx.batch.graph_label(g)}: {step.attr('what')} is 0"
             )

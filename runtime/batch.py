@@ -180,20 +180,22 @@ class Batch:
             for key in ((allow_directed, allow_self_loops), (False, False))
         ):
             return self
-        self._check(allow_directed, allow_self_loops)
+        self._check(allow_directed, allow_self_loops, fp)
         if fp is not None:
             self._memo[f"valid{(allow_directed, allow_self_loops)}"] = (fp, True)
         return self
 
-    def known_symmetric(self) -> bool:
+    def known_symmetric(self, *, fingerprint: tuple[Any, ...] | None = None) -> bool:
         """Whether this batch passed a validation that checks symmetry (edges and weights),
-        remembered for its current tensors: ``A = Aᵀ`` without looking again."""
-        fp = self.fingerprint()
+        remembered for its current tensors: ``A = Aᵀ`` without looking again.
+        ``fingerprint``: as :meth:`cached` takes it."""
+        fp = self.fingerprint() if fingerprint is None else fingerprint
         return any(self._remembers(f"valid{(False, loops)}", fp) for loops in (False, True))
 
-    def check_range(self) -> None:
+    def check_range(self, *, fingerprint: tuple[Any, ...] | None = None) -> None:
         """Raise :class:`GraphError` unless every node id of ``edge_index`` is in ``0..N-1``
-        (remembered, see :meth:`cached`): the one check a kernel cannot do without."""
+        (remembered, see :meth:`cached`, whose ``fingerprint`` it takes): the one check a
+        kernel cannot do without."""
 
         def check() -> bool:
             n = self.num_nodes
@@ -206,11 +208,19 @@ class Batch:
                     )
             return True
 
-        self.cached("in_range", check)
+        self.cached("in_range", check, fingerprint=fingerprint)
 
-    def is_coalesced(self) -> bool:
+    def row_pointers(self, *, fingerprint: tuple[Any, ...] | None = None) -> np.ndarray | None:
+        """The CSR row pointers ``(N + 1,)`` of the coalesced edges where validation counted
+        them for the current tensors (on the host), else ``None``. ``fingerprint``: as
+        :meth:`cached` takes it."""
+        fp = self.fingerprint() if fingerprint is None else fingerprint
+        return self._memo["row_pointers"][1] if self._remembers("row_pointers", fp) else None
+
+    def is_coalesced(self, *, fingerprint: tuple[Any, ...] | None = None) -> bool:
         """Whether the edges are sorted row-major without repeats (keys ``i·N + j`` strictly
-        increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`)."""
+        increasing), as :meth:`from_graphs` and PyG give them (remembered, see :meth:`cached`,
+        whose ``fingerprint`` it takes)."""
 
         def check() -> bool:
             ei = self.edge_index
@@ -222,9 +232,11 @@ class Batch:
             ei = ei.to(torch.int64)
             return is_coalesced(ei[0] * self.num_nodes + ei[1])
 
-        return bool(self.cached("coalesced", check))
+        return bool(self.cached("coalesced", check, fingerprint=fingerprint))
 
-    def _check(self, allow_directed: bool, allow_self_loops: bool) -> None:
+    def _check(
+        self, allow_directed: bool, allow_self_loops: bool, fp: tuple[Any, ...] | None = None
+    ) -> None:
         ei = self.edge_index
         if ei.dim() != 2 or ei.shape[0] != 2:
             raise GraphError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}", "batch")
@@ -234,18 +246,21 @@ class Batch:
             return
         # One pass over the edge keys decides a valid batch; only a batch that fails takes
         # the slow path below, which finds the first bad edge and names it.
-        if self._valid_in_one_pass(allow_directed, allow_self_loops):
+        if self._valid_in_one_pass(allow_directed, allow_self_loops, fp):
             return
         self._check_slowly(allow_directed, allow_self_loops)
 
-    def _valid_in_one_pass(self, allow_directed: bool, allow_self_loops: bool) -> bool:
+    def _valid_in_one_pass(
+        self, allow_directed: bool, allow_self_loops: bool, fp: tuple[Any, ...] | None = None
+    ) -> bool:
         """Whether the batch is valid, decided from the row-major keys ``i·N + j`` in one
         pass: ids in range, no self-loop, no edge between graphs, and (unless directed is
         allowed) keys strictly increasing (coalesced) with ``Aᵀ = A``. The transpose of a
         coalesced edge list is its column-major order: on the host a counting sort (O(N + E),
         about a third of a comparison sort of the keys), on a device one sort of the reversed
         keys. ``False`` leaves the verdict, and the message, to :meth:`_check_slowly`;
-        the range and coalescing it saw are remembered either way."""
+        the range and coalescing it saw are remembered either way (``fp``: the fingerprint
+        the caller took, else taken here)."""
         n = self.num_nodes
         ei = self.edge_index
         host = ei.device.type == "cpu"
@@ -259,7 +274,7 @@ class Batch:
             lo, hi = (int(t) for t in torch.aminmax(e))
         if lo < 0 or hi >= n:
             return False
-        fp = self.fingerprint()
+        fp = self.fingerprint() if fp is None else fp
         if fp is not None:
             self._memo["in_range"] = (fp, True)
         row, col = e[0], e[1]
@@ -283,7 +298,10 @@ class Batch:
             return False  # the sort-based check decides (weighted repeats, a missing reverse)
         w = self.edge_weight
         if host:
-            return _symmetric_sorted(e, None if w is None else w.detach().numpy(), n)
+            indptr = _row_pointers(row, n)
+            if fp is not None:  # the stage's edge mask has the same rows: not counted again
+                self._memo["row_pointers"] = (fp, indptr)
+            return _symmetric_sorted(e, None if w is None else w.detach().numpy(), n, indptr)
         return _symmetric_by_sort(row * n + col, row, col, w, n)
 
     def _check_slowly(self, allow_directed: bool, allow_self_loops: bool) -> None:
@@ -411,16 +429,27 @@ def _scan_edges(
     return coalesced, loops, crossing
 
 
-def _symmetric_sorted(e: np.ndarray, weight: np.ndarray | None, n: int) -> bool:
+def _row_pointers(row: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointers of sorted rows: int32 where every index fits (see
+    :func:`_symmetric_sorted`), else int64."""
+    itype = np.int32 if max(n, row.size) < 2**31 - 1 else np.int64
+    indptr = np.zeros(n + 1, dtype=itype)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    return indptr
+
+
+def _symmetric_sorted(
+    e: np.ndarray, weight: np.ndarray | None, n: int, indptr: np.ndarray | None = None
+) -> bool:
     """Whether a row-major sorted int64 edge list ``e`` (2, E) without repeats equals its
     transpose (weights too): the CSC form of A, read as CSR, is Aᵀ with sorted rows, built by
     scipy's counting sort (O(n + E)); A = Aᵀ iff the arrays agree. With int32 indices where
-    they fit (half the memory of the transposed copy: 40 MB, not 80, at E = 10⁷)."""
+    they fit (half the memory of the transposed copy: 40 MB, not 80, at E = 10⁷). ``indptr``:
+    the rows' pointers (:func:`_row_pointers`) where the caller counted them."""
     row, col = e[0], e[1]
-    small = max(n, col.size) < 2**31 - 1
-    itype = np.int32 if small else np.int64
-    indptr = np.zeros(n + 1, dtype=itype)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    if indptr is None:
+        indptr = _row_pointers(row, n)
+    itype = indptr.dtype
     col = np.ascontiguousarray(col, dtype=itype)
     data = np.zeros(col.size, dtype=np.int8) if weight is None else np.ascontiguousarray(weight)
     t_ptr = np.empty(n + 1, dtype=itype)
@@ -579,28 +608,63 @@ def _from_pyg(data: Any) -> Batch:
     the tensors it was keyed by (their ids stay theirs) and dies with ``edge_index``."""
     ei = torch.as_tensor(data.edge_index)
     key = _layout_key(data, ei)
+    fields = _plain_fields(data)
+    src = data if fields is None else fields
     if key is not None:
         hit = getattr(ei, _LAYOUT_ATTRIBUTE, None)
         if hit is not None and hit[0] == key:
             ei64, b, ptr, w = hit[1]
-            x = _features(data, int(b.numel()))
+            x = _features(src, int(b.numel()))
             last = hit[3]
             if last and last[0].x is x:  # the same features too: the same Batch object
                 return last[0]  # type: ignore[no-any-return]
             out = Batch(ei64, b, ptr, x, w, ())
             last[:] = [out]
             return out
-    ei64, b, ptr, w = _pyg_layout_tensors(data, ei)
-    out = Batch(ei64, b, ptr, _features(data, int(b.numel())), w, ())
+    ei64, b, ptr, w = _pyg_layout_tensors(src, ei)
+    out = Batch(ei64, b, ptr, _features(src, int(b.numel())), w, ())
     if key is not None:
         from matlang.graphs import _attr
 
-        held = tuple(_attr(data, name) for name in ("ptr", "batch", "edge_weight"))
+        held = tuple(_attr(src, name) for name in ("ptr", "batch", "edge_weight"))
         try:
             setattr(ei, _LAYOUT_ATTRIBUTE, (key, (ei64, b, ptr, w), held, [out]))
         except (AttributeError, RuntimeError):  # a tensor subclass without attributes
             pass
     return out
+
+
+#: What :func:`_from_pyg` reads of a PyG object.
+_FIELDS = ("edge_index", "ptr", "batch", "num_graphs", "num_nodes", "x", "edge_attr", "edge_weight")
+
+
+class _Fields:
+    """The attributes :func:`_from_pyg` reads of a PyG ``Data``, taken from its attribute dict:
+    PyG's accessors cost µs each, and an absent key (``ptr``, ``num_graphs``) more, by an
+    exception. The same values: ``Data``'s properties (``x``, ``edge_index``, ``batch``, ...)
+    read the same dict, and a key it lacks reads as ``None``."""
+
+    __slots__ = _FIELDS
+
+    def __init__(self, mapping: dict[str, Any]) -> None:
+        for name in _FIELDS:
+            setattr(self, name, mapping.get(name))
+
+
+def _plain_fields(data: Any) -> _Fields | None:
+    """:class:`_Fields` of a PyG ``Data`` itself (not a subclass, whose properties may differ)
+    whose ``num_nodes`` is given as an integer (else PyG infers it: the object is read as it
+    is); ``None`` otherwise."""
+    cls = type(data)
+    if cls.__name__ != "Data" or cls.__module__ != "torch_geometric.data.data":
+        return None
+    mapping = _pyg_mapping(data)
+    if mapping is None:
+        return None
+    n = mapping.get("num_nodes")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        return None
+    return _Fields(mapping)
 
 
 def _features(data: Any, n: int) -> torch.Tensor | None:
@@ -651,9 +715,15 @@ def _pyg_layout_tensors(
     if offsets is None:  # one graph
         offsets = np.array([0, n], dtype=np.int64)
     ptr = torch.from_numpy(offsets).to(ei.device)
-    b = torch.repeat_interleave(
-        torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
-    )
+    if offsets.size == 2:  # one graph
+        b = torch.zeros(n, dtype=torch.int64, device=ei.device)
+    elif ei.device.type == "cpu":  # numpy's repeat: a tenth of torch's at small sizes
+        graph_ids = np.arange(offsets.size - 1, dtype=np.int64)
+        b = torch.from_numpy(np.repeat(graph_ids, np.diff(offsets)))
+    else:
+        b = torch.repeat_interleave(
+            torch.arange(ptr.numel() - 1, device=ei.device), ptr[1:] - ptr[:-1], output_size=n
+        )
     _features(data, n)  # x is checked before the weights, as always
     w = None
     if edge_weights(data, int(ei.shape[1])) is not None:  # checked: one finite number per edge

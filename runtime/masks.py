@@ -4,6 +4,8 @@ masked matrix at other entries, and preparing a batch's edges. Pure torch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
@@ -85,10 +87,13 @@ def coalesce_edges(
     return from_keys(uniq, n), summed
 
 
-def prepared_edges(batch: Batch) -> tuple[Tensor, Tensor | None]:
+def prepared_edges(
+    batch: Batch, *, fingerprint: tuple[Any, ...] | None = None
+) -> tuple[Tensor, Tensor | None]:
     """The batch's edges as the interpreter needs them: int64, coalesced (:func:`coalesce_edges`)
     and checked in range even without validation (an id out of range would read past the end
-    of a kernel's arrays). Weights in float64, ``None`` for a 0/1 graph."""
+    of a kernel's arrays). Weights in float64, ``None`` for a 0/1 graph. ``fingerprint``: the
+    batch's, as the caller took it (:meth:`~runtime.batch.Batch.cached`)."""
     n = batch.num_nodes
     ei = batch.edge_index
     if ei.dim() != 2 or ei.shape[0] != 2 or ei.dtype.is_floating_point or ei.dtype == torch.bool:
@@ -96,10 +101,10 @@ def prepared_edges(batch: Batch) -> tuple[Tensor, Tensor | None]:
             f"edge_index must be an integer (2, E) tensor, got {ei.dtype} {tuple(ei.shape)}",
             "batch",
         )
-    batch.check_range()
+    batch.check_range(fingerprint=fingerprint)
     ei = ei.to(torch.int64)
     w = batch.edge_weight
     w64 = None if w is None else w.to(torch.float64)
-    if batch.is_coalesced():
+    if batch.is_coalesced(fingerprint=fingerprint):
         return ei, w64
     return coalesce_edges(ei, w64, n)
