@@ -1,0 +1,164 @@
+"""SentenceGNN against PyG's GIN, a training epoch each, as users train them: a TU dataset as a
+PyG ``InMemoryDataset``, PyG's shuffling ``DataLoader``, Adam, cross-entropy, one thread.
+
+Three contestants, interleaved epoch by epoch in one process:
+
+* ``sgnn``: ``SentenceGNN(in, C, ["I", "A", "A ⊙ A²"], hidden=32, layers=3)`` (the defaults:
+  BatchNorm, the product term) on a new PyG batch every step;
+* ``sgnn.reused``: the same model on batches collated once and replayed every epoch (the
+  batch memo serves the supports: the model without any per-batch work of its own); its
+  loader still collates a batch per step, discarded, so that all three pay PyG's collation;
+* ``gin``: 3 × ``GINConv(MLP(a → 32 → 32))``, the same readout (sum-pool of every layer,
+  concatenated) and head (``Linear(96, 32)``, ReLU, ``Linear(32, C)``).
+
+Epoch 1 (caches empty) is timed per model in turn; epochs 2.. interleaved; the ratios are of
+the minimum epoch. ``sgnn / sgnn.reused`` is what a new batch still costs over a seen one::
+
+    python -m benchmarks.perf.sgnn_epoch --dataset enzymes --epochs 6 [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_k, "1")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+SUPPORTS = ["I", "A", "A ⊙ A²"]
+
+
+class _GIN(nn.Module):
+    """PyG GIN with SentenceGNN's readout and head."""
+
+    def __init__(self, in_dim: int, out_dim: int, hidden: int = 32, layers: int = 3) -> None:
+        from torch_geometric.nn import GINConv
+
+        super().__init__()
+        dims = [in_dim] + [hidden] * layers
+        self.convs = nn.ModuleList(
+            GINConv(nn.Sequential(nn.Linear(a, b), nn.ReLU(), nn.Linear(b, b)))
+            for a, b in zip(dims[:-1], dims[1:])
+        )
+        self.head = nn.Sequential(
+            nn.Linear(hidden * layers, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)
+        )
+
+    def forward(self, data: Any) -> torch.Tensor:
+        from torch_geometric.nn import global_add_pool
+
+        h, pooled = data.x, []
+        for conv in self.convs:
+            h = conv(h, data.edge_index).relu()
+            pooled.append(global_add_pool(h, data.batch, size=data.num_graphs))
+        return self.head(torch.cat(pooled, 1))  # type: ignore[no-any-return]
+
+
+def _epoch(model: nn.Module, batches: Callable[[], Any]) -> Callable[[], float]:
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def run() -> float:
+        model.train()
+        t = time.perf_counter()
+        for b in batches():
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(b), b.y).backward()
+            opt.step()
+        return time.perf_counter() - t
+
+    return run
+
+
+def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> dict[str, Any]:
+    """Epoch times of the three contestants (see the module doc)."""
+    from matlang.compiler.layers.model import SentenceGNN
+    from matlang.compiler.layers.stage import _STAGES
+    from matlang.runtime.datasets import load_tu
+    from matlang.runtime.pyg import pyg_dataset
+    from torch_geometric.loader import DataLoader
+
+    ds = pyg_dataset(load_tu(dataset))
+    classes = int(ds._data.y.max()) + 1
+    models: dict[str, nn.Module] = {}
+    for name in ("sgnn", "sgnn.reused", "gin"):
+        torch.manual_seed(seed)
+        models[name] = (
+            _GIN(ds.num_features, classes)
+            if name == "gin"
+            else SentenceGNN(ds.num_features, classes, SUPPORTS, hidden=32, layers=3)
+        )
+    loaders = {
+        k: DataLoader(
+            ds, batch_size=batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
+        )
+        for k in models
+    }
+    fixed = list(loaders["sgnn.reused"])  # collated once, replayed: every batch seen
+    runs = {
+        "sgnn": _epoch(models["sgnn"], lambda: loaders["sgnn"]),
+        # collate as the others do (the batch is dropped), then replay the seen batch
+        "sgnn.reused": _epoch(
+            models["sgnn.reused"], lambda: (fixed[i] for i, _ in enumerate(loaders["sgnn.reused"]))
+        ),
+        "gin": _epoch(models["gin"], lambda: loaders["gin"]),
+    }
+    first: dict[str, float] = {}
+    for k, run in runs.items():
+        _STAGES.clear()  # each model's first epoch starts without any cached support
+        first[k] = run()
+    later: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(epochs - 1):
+        for k, run in runs.items():
+            later[k].append(run())
+    best = {k: min(v) for k, v in later.items()}
+    params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
+    return {
+        "dataset": dataset,
+        "graphs": len(ds),
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "threads": torch.get_num_threads(),
+        "params": params,
+        "first_epoch_s": first,
+        "later_min_s": best,
+        "later_s": later,
+        "ratio_gin": best["sgnn"] / best["gin"],
+        "ratio_gin_first": first["sgnn"] / first["gin"],
+        "ratio_reused_gin": best["sgnn.reused"] / best["gin"],
+        "new_over_reused": best["sgnn"] / best["sgnn.reused"],
+        "load": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", default="enzymes")
+    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--json", default=None, help="also write the result as JSON here")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    r = measure(args.dataset, max(2, args.epochs), args.batch_size)
+    ms = {k: f"{v * 1e3:.0f} ms" for k, v in r["later_min_s"].items()}
+    print(
+        f"{r['dataset']} ({r['graphs']} graphs, batch {r['batch_size']}), epochs 2-{r['epochs']}"
+        f" min: SentenceGNN {ms['sgnn']} (seen batches replayed {ms['sgnn.reused']}), GIN "
+        f"{ms['gin']}: {r['ratio_gin']:.2f}x GIN (epoch 1 {r['ratio_gin_first']:.2f}x; replayed "
+        f"{r['ratio_reused_gin']:.2f}x; new / replayed {r['new_over_reused']:.2f}), "
+        f"load {r['load']:.1f}"
+    )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(r, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
