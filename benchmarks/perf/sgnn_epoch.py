@@ -11,8 +11,11 @@ Three contestants, interleaved epoch by epoch in one process:
 * ``gin``: 3 × ``GINConv(MLP(a → 32 → 32))``, the same readout (sum-pool of every layer,
   concatenated) and head (``Linear(96, 32)``, ReLU, ``Linear(32, C)``).
 
-Epoch 1 (caches empty) is timed per model in turn; epochs 2.. interleaved; the ratios are of
-the minimum epoch. ``sgnn / sgnn.reused`` is what a new batch still costs over a seen one::
+Epoch 1 (caches empty: every support computed, the sentences compiled) is timed per model in
+turn, in a process that has already imported python-graphblas (its first use costs ~0.3 s of
+imports, once per process, which would land in whichever model runs first); epochs 2..
+interleaved; the ratios are of the minimum epoch. ``sgnn / sgnn.reused`` is what a new batch
+still costs over a seen one::
 
     python -m benchmarks.perf.sgnn_epoch --dataset enzymes --epochs 6 [--json out.json]
 """
@@ -81,7 +84,10 @@ def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> d
     from matlang.compiler.layers.model import SentenceGNN
     from matlang.compiler.layers.stage import _STAGES
     from matlang.runtime.datasets import load_tu
+    from matlang.runtime.graphblas import _gb
     from matlang.runtime.pyg import pyg_dataset
+
+    _gb()  # python-graphblas's one-time imports, outside every timed epoch
     from torch_geometric.loader import DataLoader
 
     ds = pyg_dataset(load_tu(dataset))
