@@ -139,7 +139,7 @@ class Stage:
         from matlang.compiler.api import materialise
 
         def compute() -> _Supports:
-            seen = self._seen(edge_index, batch, n)
+            seen, keys = self._seen(edge_index, batch, n)
             if seen is not None:
                 return seen
             b = make_batch(edge_index, batch, n)
@@ -170,7 +170,9 @@ class Stage:
                 from matlang.runtime.masks import prepared_edges
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-                computed = cached_supports(b, edges, self.cache, self._cache_params, whole)
+                computed = cached_supports(
+                    b, edges, self.cache, self._cache_params, whole, keys=keys
+                )
             else:
                 computed = whole()
             for k, c in zip(rest, computed):
@@ -180,23 +182,29 @@ class Stage:
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
-    def _seen(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports | None:
+    def _seen(
+        self, edge_index: Tensor, batch: Tensor | None, n: int
+    ) -> tuple[_Supports | None, list[Any] | None]:
         """The supports of a batch made of graphs seen before, assembled from the cache
         without validating the batch (a graph whose edges equal, byte for byte, those of a
         graph that passed validation is valid; :func:`support_cache.seen_graphs` checks what
-        that needs); ``None`` when a graph is new, the batch weighted or on a device, or the
-        layer has nothing worth caching."""
+        that needs), with the graphs' cache keys; ``(None, keys)`` when a graph is new (the
+        keys serve the computed path: the same edges), ``(None, None)`` when the batch is
+        weighted, on a device, fails those checks, or the layer has nothing worth caching."""
         kinds = self.plain_kinds
         if self.cache is None or all(kinds):
-            return None
+            return None, None
         b = as_batch(
             SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
             validate=False,
         )
         hit = seen_graphs(b, self.cache, self._cache_params)
         if hit is None:
-            return None
-        computed = iter(assemble(*hit))
+            return None, None
+        keys, ptr, pieces = hit
+        if pieces is None:
+            return None, keys
+        computed = iter(assemble(pieces, ptr))
         csrs: list[Csr] = []
         for kind in kinds:
             if kind == "A":  # the batch's edges, sorted and coalesced (checked)
@@ -208,7 +216,7 @@ class Stage:
             else:
                 csrs.append(next(computed))
         identity = [k == "I" for k in kinds]
-        return _Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity)
+        return _Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity), keys
 
     @property
     def plain_kinds(self) -> list[str | None]:

@@ -77,28 +77,36 @@ def cached_supports(
     cache: PreprocessCache,
     params: tuple[tuple[str, str], ...],
     compute: Callable[[], Sequence[Csr]],
+    keys: list[CacheKey] | None = None,
 ) -> list[Csr]:
     """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
-    every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed."""
+    every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed.
+    ``keys``: the graphs' keys when the caller has them (:func:`seen_graphs`, from these same
+    edges)."""
     if b.num_graphs == 0:
         return list(compute())
-    fps, ptr = batch_fingerprints(b, edges)
-    keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
+    if keys is None:
+        fps, ptr = batch_fingerprints(b, edges)
+        keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
+    else:
+        ptr = b.ptr.numpy()
     pieces = cache.lookup(keys)
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
         return assemble(pieces, ptr)
     supports = list(compute())
-    for k in missing:
-        cache.store(keys[k], split(supports, ptr, k))
+    for k, piece in zip(missing, split_many(supports, ptr, missing)):
+        cache.store(keys[k], piece)
     return supports
 
 
 def seen_graphs(
     b: Batch, cache: PreprocessCache, params: tuple[tuple[str, str], ...]
-) -> tuple[list[Piece], np.ndarray] | None:
-    """Every graph's entry, and the graphs' first nodes, when every graph of the unvalidated
-    batch ``b`` is filed; ``None`` otherwise (the caller validates and computes).
+) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None] | None:
+    """The graphs' cache keys, their first nodes, and every graph's entry when all of the
+    unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
+    computes and files under these keys); ``None`` when the checks below fail (the keys of
+    such a batch are taken from its coalesced edges after validation).
 
     Entries are filed only for graphs of validated batches, under the sha256 of ``n`` and
     their local edges. So a graph whose edges hash to a filed graph's is that graph, valid
@@ -135,25 +143,39 @@ def seen_graphs(
     fps = graph_fingerprints(np.diff(ptr), bounds, rows - starts, local_cols, None)
     keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
     if not all(k in cache for k in keys):
-        return None
-    return cache.lookup(keys), ptr
+        return keys, ptr, None
+    return keys, ptr, cache.lookup(keys)
 
 
 def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
     """Graph ``k``'s blocks (local ids, copies: the entry outlives the batch)."""
-    lo, hi = int(ptr[k]), int(ptr[k + 1])
-    width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
-    counts, cols, vals, nnz = [], [], [], []
+    return split_many(supports, ptr, [k])[0]
+
+
+def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
+    """The blocks of graphs ``ks`` (see :func:`split`): the local ids of the whole batch in one
+    pass per support, then a slice and a copy per graph."""
+    parts = []
     for rowptr, c, v in supports:
-        rp = rowptr[lo : hi + 1].numpy()
-        a, z = int(rp[0]), int(rp[-1])
-        counts.append(np.diff(rp))
-        cols.append((c[a:z].numpy() - lo).astype(width))
-        vals.append(v[a:z].numpy().copy())
-        nnz.append(z - a)
-    shape = (len(supports), hi - lo)
-    stacked = np.stack(counts).astype(width) if counts else np.zeros(shape, width)
-    return Piece(stacked, tuple(cols), tuple(vals), np.array(nnz, dtype=np.int64))
+        rp, cols = rowptr.numpy(), c.numpy()
+        ebounds = rp[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
+        local = cols - np.repeat(ptr[:-1], np.diff(ebounds))
+        parts.append((np.diff(rp), local, v.numpy(), ebounds.tolist()))
+    bounds = ptr.tolist()
+    out = []
+    for k in ks:
+        lo, hi = bounds[k], bounds[k + 1]
+        width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
+        counts = np.empty((len(parts), hi - lo), dtype=width)
+        cols_k, vals_k, nnz = [], [], []
+        for j, (cnt, local, vals, eb) in enumerate(parts):
+            a, z = eb[k], eb[k + 1]
+            counts[j] = cnt[lo:hi]
+            cols_k.append(local[a:z].astype(width))
+            vals_k.append(vals[a:z].copy())
+            nnz.append(z - a)
+        out.append(Piece(counts, tuple(cols_k), tuple(vals_k), np.array(nnz, dtype=np.int64)))
+    return out
 
 
 def assemble(pieces: Sequence[Piece], ptr: np.ndarray) -> list[Csr]:
@@ -191,4 +213,5 @@ __all__ = [
     "cached_supports",
     "seen_graphs",
     "split",
+    "split_many",
 ]

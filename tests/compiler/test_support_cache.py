@@ -261,19 +261,37 @@ def test_seen_graphs_in_another_edge_order_or_size_are_not_taken_for_filed_ones(
         assert torch.equal(x.to_dense(), y.to_dense())
     one = _batch(["K4"])
     bigger = torch.zeros(5, dtype=torch.int64)  # K4's edges on 5 nodes: node 4 isolated
-    assert (
-        seen_graphs(
-            st.as_batch(
-                st.SimpleNamespace(
-                    edge_index=one.edge_index.clone(), batch=bigger, num_nodes=5, x=None
-                ),
-                validate=False,
+    hit = seen_graphs(
+        st.as_batch(
+            st.SimpleNamespace(
+                edge_index=one.edge_index.clone(), batch=bigger, num_nodes=5, x=None
             ),
-            stage.cache,
-            stage._cache_params,
-        )
-        is None
+            validate=False,
+        ),
+        stage.cache,
+        stage._cache_params,
     )
+    assert hit is not None and hit[2] is None  # keyed, but not a filed graph
     sup = stage.supports(one.edge_index.clone(), bigger, 5)
     dense = sup.csr(torch.float64)[SUPPORTS.index("A ⊙ A²")].to_dense()
     assert dense[4].abs().sum() == 0 and dense[:4, :4].sum() == 12 * 2
+
+
+def test_split_many_gives_each_graphs_block_of_the_batch() -> None:
+    """Each piece, rebuilt as a dense matrix from its row counts, local columns and values,
+    is the graph's diagonal block of the batch's support."""
+    b = _batch(GRAPHS)
+    stage = st.stage(st.stage_key("supports", ["A ⊙ A²", "diag(A 𝟏) A"]))
+    sup = stage.supports(*_fresh(b), b.num_nodes)
+    csrs = list(zip(sup.rowptrs, sup.cols, sup.vals))
+    ptr = b.ptr.numpy()
+    dense = _dense(sup)
+    for k, piece in zip([4, 0, 2], sc.split_many(csrs, ptr, [4, 0, 2])):
+        lo, hi = int(ptr[k]), int(ptr[k + 1])
+        assert piece.counts.shape == (2, hi - lo)
+        for s_ in range(2):
+            rows = np.repeat(np.arange(hi - lo), piece.counts[s_])
+            block = np.zeros((hi - lo, hi - lo))
+            block[rows, piece.cols[s_]] = piece.vals[s_]
+            np.testing.assert_array_equal(block, dense[s_][lo:hi, lo:hi])
+            assert piece.nnz[s_] == piece.cols[s_].size
