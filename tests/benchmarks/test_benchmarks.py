@@ -269,3 +269,18 @@ def test_agree_and_summarize() -> None:
     assert agree([1.0, 1.0], [1.0 + 1e-5, 1.0])
     assert not agree([1.0, 1.0], [1.1, 1.0])
     assert not agree([float("nan"), 1.0], [float("nan"), 1.0])
+
+
+def test_sgnn_epoch_times_three_contestants_on_one_dataset() -> None:
+    """``benchmarks.perf.sgnn_epoch`` on MUTAG, two epochs: every contestant timed, the two
+    SentenceGNNs the same model, and each ratio the quotient of the times it reports."""
+    from benchmarks.perf import sgnn_epoch
+
+    r = sgnn_epoch.measure("mutag", epochs=2, batch_size=64)
+    assert r["graphs"] == 188
+    assert set(r["later_min_s"]) == {"sgnn", "sgnn.reused", "gin"}
+    assert all(v > 0 for v in [*r["first_epoch_s"].values(), *r["later_min_s"].values()])
+    assert r["params"]["sgnn"] == r["params"]["sgnn.reused"] != r["params"]["gin"]
+    best = r["later_min_s"]
+    assert r["ratio_gin"] == best["sgnn"] / best["gin"]
+    assert r["new_over_reused"] == best["sgnn"] / best["sgnn.reused"]
