@@ -143,24 +143,20 @@ class Stage:
             if seen is not None:
                 return seen
             b = make_batch(edge_index, batch, n)
-            texts = self.sentences
-            csrs: list[Csr | None] = [None] * len(texts)
-            rest = []  # the sentences that are more than A or I
-            identity = [False] * len(texts)
-            for k, text in enumerate(texts):
-                # the sentence compiled once (per stage), materialised on every batch
-                module = self.module(text, torch.float64)
-                plain = _plain_support(module, b)
-                if plain is None:
-                    rest.append(k)
-                else:
-                    # the batch's coalesced edges and the diagonal: row-major already
-                    csrs[k] = _csr(plain[0][0], plain[0][1], plain[1], n, row_major=True)
-                    identity[k] = _plain_kind(module.plan) == "I"
+            texts, kinds = self.sentences, self.plain_kinds
+            rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
+            if len(rest) < len(kinds):
+                from matlang.runtime.masks import prepared_edges
+
+                edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
+            csrs: list[Csr | None] = [
+                None if kind is None else _plain_csr(kind, edges, n) for kind in kinds
+            ]
 
             def whole() -> list[Csr]:
                 out = []
                 for k in rest:
+                    # the sentence compiled once (per stage), materialised on every batch
                     index, values = materialise(self.module(texts[k], torch.float64), b)
                     out.append(_csr(index[0], index[1], values.to(torch.float64), n))
                 return out
@@ -178,7 +174,7 @@ class Stage:
             for k, c in zip(rest, computed):
                 csrs[k] = c
             done = [c for c in csrs if c is not None]
-            return _Supports(done, n, symmetric=self.symmetric_sentences, identity=identity)
+            return self._supports(done, n)
 
         return self.remembered(edge_index, batch, n, compute, "supports")  # type: ignore[no-any-return]
 
@@ -205,18 +201,13 @@ class Stage:
         if pieces is None:
             return None, keys
         computed = iter(assemble(pieces, ptr))
-        csrs: list[Csr] = []
-        for kind in kinds:
-            if kind == "A":  # the batch's edges, sorted and coalesced (checked)
-                ones = torch.ones(b.num_edges, dtype=torch.float64)
-                csrs.append(_csr(b.edge_index[0], b.edge_index[1], ones, n, row_major=True))
-            elif kind == "I":
-                i = torch.arange(n)
-                csrs.append(_csr(i, i, torch.ones(n, dtype=torch.float64), n, row_major=True))
-            else:
-                csrs.append(next(computed))
-        identity = [k == "I" for k in kinds]
-        return _Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity), keys
+        # the batch's edges: sorted and coalesced (checked by seen_graphs)
+        csrs = [next(computed) if k is None else _plain_csr(k, b.edge_index, n) for k in kinds]
+        return self._supports(csrs, n), keys
+
+    def _supports(self, csrs: list[Csr], n: int) -> _Supports:
+        identity = [k == "I" for k in self.plain_kinds]
+        return _Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity)
 
     @property
     def plain_kinds(self) -> list[str | None]:
@@ -382,6 +373,16 @@ def _plain_kind(plan: Any) -> str | None:
     if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
         return None
     return "A" if ops == ["edges", "adjacency"] else "I" if ops == IDENTITY_OPS else None
+
+
+def _plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
+    """``A`` (on the batch's coalesced ``edges``) or ``I`` as CSR arrays, values 1: row-major
+    already, what :func:`_plain_support` reads off the batch."""
+    if kind == "A":
+        ones = torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
+        return _csr(edges[0], edges[1], ones, n, row_major=True)
+    i = torch.arange(n, device=edges.device)
+    return _csr(i, i, torch.ones(n, dtype=torch.float64, device=edges.device), n, row_major=True)
 
 
 def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
