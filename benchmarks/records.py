@@ -41,6 +41,9 @@ def git_state(root: Path | None = None) -> dict[str, Any] | None:
     ``"diff_sha256"`` (the SHA-256 of ``git diff HEAD`` over those files: two runs with the
     same hash ran the same code). ``None`` outside a repository."""
     root = root or Path(__file__).resolve().parent.parent
+    sent = sent_state(root)
+    if sent is not None:
+        return sent
     paths = ["--", ":(top)", *OUTPUT_PATHS]
     try:
         head = _git(root, "rev-parse", "HEAD").strip()
@@ -55,6 +58,70 @@ def git_state(root: Path | None = None) -> dict[str, Any] | None:
     if changed:
         state["diff_sha256"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()
     return state
+
+
+#: Where a copy of the tree sent without its ``.git`` (a lent GPU machine) finds the list of
+#: its tracked files' SHA-256 at the commit it was sent from (``bash .ci/sent-manifest``).
+SENT_MANIFEST = Path(".sent") / "manifest"
+
+
+def sent_state(root: Path) -> dict[str, Any] | None:
+    """The commit a copy of the tree was sent from, checked file by file: ``None`` unless
+    ``MATLANG_SENT_COMMIT`` is set. The copy is clean when every file of the manifest (the
+    tracked files at that commit other than outputs, with their SHA-256, written by the sender
+    from a clean tree) is here with that hash; any other file is listed as changed, and a
+    missing manifest makes the whole copy unverified (dirty)."""
+    commit = os.environ.get("MATLANG_SENT_COMMIT", "").strip()
+    if not commit:
+        return None
+    manifest = root / SENT_MANIFEST
+    changed: list[str] = []
+    if not manifest.is_file():
+        changed = [f"{SENT_MANIFEST} (missing: the copy cannot be checked)"]
+    else:
+        for line in manifest.read_text(encoding="utf-8").splitlines():
+            digest, _, name = line.partition("  ")
+            if not name:
+                continue
+            f = root / name
+            try:
+                ok = hashlib.sha256(f.read_bytes()).hexdigest() == digest
+            except OSError:
+                ok = False
+            if not ok:
+                changed.append(name)
+    state: dict[str, Any] = {
+        "commit": commit,
+        "dirty": bool(changed),
+        "changed": changed,
+        "checked_by": "manifest",
+    }
+    if changed:
+        state["diff_sha256"] = hashlib.sha256("\n".join(changed).encode("utf-8")).hexdigest()
+    return state
+
+
+def write_sent_manifest(root: Path | None = None) -> Path:
+    """Write :data:`SENT_MANIFEST` for a copy of this tree about to be sent to another machine:
+    ``<sha256>  <path>`` for every tracked file other than outputs. Refused (MatlangError) when
+    the tree is not clean, since the manifest vouches for the commit."""
+    root = root or Path(__file__).resolve().parent.parent
+    state = git_state(root)
+    if state is None or state["dirty"]:
+        raise MatlangError(
+            "the sent-copy manifest is written from a clean tree at a commit; "
+            + ("not a git repository" if state is None else f"changed: {state['changed']}")
+        )
+    names = _git(root, "ls-files", "-z", "--", ":(top)", *OUTPUT_PATHS).split("\0")
+    lines = [
+        f"{hashlib.sha256((root / n).read_bytes()).hexdigest()}  {n}"
+        for n in names
+        if n and (root / n).is_file()
+    ]
+    path = root / SENT_MANIFEST
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def git_commit(root: Path | None = None) -> str | None:

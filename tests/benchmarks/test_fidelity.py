@@ -224,6 +224,37 @@ def test_dirty_runs_record_the_diff_hash(repo: Path, monkeypatch: pytest.MonkeyP
     assert not records.is_dirty({"git_commit": "abc", "earlier": [{"git_commit": "abd"}]})
 
 
+def test_a_sent_copy_is_checked_against_its_manifest(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    manifest = records.write_sent_manifest(repo)
+    head = _real_state(repo)["commit"]  # type: ignore[index]
+    names = [line.split("  ", 1)[1] for line in manifest.read_text().splitlines()]
+    assert names == ["code.py"]  # tracked files other than outputs
+    copy = repo.parent / "copy"  # the tree as it arrives elsewhere: no .git
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git"))
+    assert records.git_state(copy) is None  # without the sender's word: no provenance
+    monkeypatch.setenv("MATLANG_SENT_COMMIT", head)
+    state = records.git_state(copy)
+    assert state == {"commit": head, "dirty": False, "changed": [], "checked_by": "manifest"}
+    (copy / "results" / "a.json").write_text("[]\n")  # an output: still clean
+    assert not records.git_state(copy)["dirty"]  # type: ignore[index]
+    (copy / "code.py").write_text("x = 9\n")
+    state = records.git_state(copy)
+    assert state is not None and state["dirty"] and state["changed"] == ["code.py"]
+    assert records.provenance({}, 0.0)["git_commit"] != head  # the real repo, not the copy
+    (copy / "code.py").unlink()
+    assert records.git_state(copy)["changed"] == ["code.py"]  # type: ignore[index]
+    (copy / ".sent" / "manifest").unlink()
+    assert records.git_state(copy)["dirty"]  # type: ignore[index]
+    monkeypatch.delenv("MATLANG_SENT_COMMIT")
+    (repo / "code.py").write_text("x = 2\n")
+    with pytest.raises(MatlangError, match="clean tree"):
+        records.write_sent_manifest(repo)
+
+
 # --------------------------------------------------------------------------- the report
 
 
