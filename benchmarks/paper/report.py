@@ -203,6 +203,9 @@ def _run_note(r: Result) -> str:
     wall = d.get("wall_seconds") or 0
     wall += sum(e.get("wall_seconds") or 0 for e in earlier)
     bits.append(f"{wall:.0f} s" + (f" over {len(earlier) + 1} runs" if earlier else ""))
+    devices = sorted({str(x["device"]) for x in d.get("runs", []) if x.get("device")})
+    if devices and devices != ["cpu"]:  # a run on a GPU (or a mix) says which
+        bits.append("trained on " + " and ".join(devices))
     marks, differs = deviations(d)
     if differs:
         bits.append(f"**{marks}** " + "; ".join(differs))

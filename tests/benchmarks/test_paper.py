@@ -719,6 +719,7 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
             "seeds": [0],
             "config": {},
             "wall_seconds": 5,
+            "runs": [{"seed": 0, "device": "NVIDIA H100 80GB HBM3 (cuda)"}],
             "partial": {"missing_seeds": [3, 4]},
             "earlier": [{"seeds": [1], "wall_seconds": 7}, {"seeds": [2], "wall_seconds": 9}],
         },
@@ -757,7 +758,13 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     ) in report
     # --append, and a run that was interrupted
     partial = "**partial** (seeds [3, 4] missing)"
-    assert f"`filter-twodgrid30-low-gin.json`; 1 seed(s); {partial}; 21 s over 3 runs" in report
+    assert (
+        f"`filter-twodgrid30-low-gin.json`; 1 seed(s); {partial}; 21 s over 3 runs; "
+        "trained on NVIDIA H100 80GB HBM3 (cuda)"
+    ) in report
+    # a CPU run says nothing of its device; a count file trained on the CPU has no device note
+    assert "`count-randomgraph-triangle-gin.json`; 1 seed(s); ≤ 30 epochs (ran 30)" in report
+    assert report.count("trained on") == 1
     assert "| GCN | – / 1.00E-4 | – / 3.22E-3 | – / 2.43E-1 |" in report
     pngs = sorted(p.name for p in written if p.suffix == ".png")
     assert pngs == ["table1.png", "table2-randomgraph.png", "table3.png"]
