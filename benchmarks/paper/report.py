@@ -540,8 +540,9 @@ def _table4_section(results: Sequence[Result]) -> list[str]:
 def _ratio_rows(
     results: Sequence[Result],
 ) -> list[str]:
-    """Cells of Tables 2 and 3 not reproduced: Table 2 at ≥ 2× the paper's MSE, Table 3
-    more than 0.05 R² from the paper's (either way)."""
+    """Cells of Tables 1–3 not reproduced: EXP-classify more than 5 points below the paper's
+    accuracy, Table 2 at ≥ 2× the paper's MSE, Table 3 more than 0.05 R² from the paper's
+    (either way)."""
     out = []
     for r in results:
         m = r.model
@@ -553,6 +554,14 @@ def _ratio_rows(
                 out.append(
                     f"- Table 2, {MODEL_LABEL[m]} {head}: {_sci(ours)} vs the paper's "
                     f"{_sci(paper)} ({ours / paper:.1f}×){_why(r)}"
+                )
+        if r.bench == "exp-classify" and m in PAPER_TABLE1:
+            paper = PAPER_TABLE1[m][3]
+            acc = r.data.get("median_accuracy")
+            if acc is not None and 100 * acc < paper - 5:
+                out.append(
+                    f"- Table 1, EXP-classify, {MODEL_LABEL[m]}: {100 * acc:.1f}% vs the "
+                    f"paper's {paper:.1f}% (below by more than 5 points){_why(r)}"
                 )
         if r.bench == "filter" and m in PAPER_TABLE3 and r.data.get("task") in TABLE3_TASKS:
             paper = PAPER_TABLE3[m][TABLE3_TASKS.index(r.data["task"])]
