@@ -13,14 +13,17 @@ from typing import Any
 MODEL_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "gnnml3-adjacency": (
         "gnnml3",
-        {"basis": "adjacency", "hidden": 17, "product_channels": 17},
+        {"basis": "adjacency", "hidden": 17, "product_channels": 17, "support_mlp": "sigmoid"},
     ),
+    "gnnml3-sigmoid": ("gnnml3", {"support_mlp": "sigmoid"}),
 }
 
 #: What each variant is, for ``--help``.
 VARIANT_HELP: dict[str, str] = {
     "gnnml3-adjacency": "GNNML3 on the adjacency spectrum with the counting widths, as it ran "
     "outside counting before issue 34",
+    "gnnml3-sigmoid": "GNNML3 in the paper's configuration but Eq. 7's MLPs with sigmoids, as "
+    "it ran before: the learned supports start as one multiple of M",
 }
 
 

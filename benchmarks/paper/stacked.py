@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from matlang.runtime.batch import Batch
 from matlang.runtime.models.base import input_features
-from matlang.runtime.models.gnnml3 import GNNML3
+from matlang.runtime.models.gnnml3 import GNNML3, support_features
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
@@ -205,19 +205,18 @@ class StackedGNNML3:
     def _get(self, name: str) -> Tensor | None:
         return self.params.get(name)
 
-    def _support_features(self, c: Tensor, pre: str) -> Tensor:
-        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` of layer ``pre`` (Eq. 7), ``(K, R, 4S)``."""
-        a, b, c3 = (
-            torch.sigmoid(
-                _linear(
-                    c,
-                    self.params[f"{pre}support_mlp{j}.weight"],
-                    self._get(f"{pre}support_mlp{j}.bias"),
-                )
+    def _support_features(self, c: Tensor, pre: str, form: str) -> Tensor:
+        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` of layer ``pre`` (Eq. 7) in ``form`` (the
+        layer's ``support_mlp``), ``(K, R, 4S)``."""
+        z1, z2, z3 = (
+            _linear(
+                c,
+                self.params[f"{pre}support_mlp{j}.weight"],
+                self._get(f"{pre}support_mlp{j}.bias"),
             )
             for j in (1, 2, 3)
         )
-        return torch.cat([a, b * c3], dim=-1)
+        return support_features(form, z1, z2, z3)
 
     def forward(self, batch: DenseBatch) -> Tensor:
         """Outputs ``(K, B, out)`` of a ``(K, B, …)`` :class:`DenseBatch`."""
@@ -234,12 +233,12 @@ class StackedGNNML3:
         for i, conv in enumerate(self.model.convs):
             pre = f"convs.{i}."
             if conv.learn_supports:
-                z = self._support_features(c_list, pre)
+                z = self._support_features(c_list, pre, conv.support_mlp)
                 w4 = p(f"{pre}support_mlp4.weight")
                 assert w4 is not None
                 if conv.local_supports:
                     # mlp_4(z(C')) − mlp_4(z(0)): exactly 0 where every C'^(s) is 0
-                    z0 = self._support_features(c_list.new_zeros((k, 1, s)), pre)
+                    z0 = self._support_features(c_list.new_zeros((k, 1, s)), pre, conv.support_mlp)
                     learned = torch.relu(_linear(z - z0, w4, None))
                 else:
                     learned = torch.relu(_linear(z, w4, p(f"{pre}support_mlp4.bias")))

@@ -140,6 +140,18 @@ class _SupportProduct(torch.autograd.Function):
         return grad_values, grad_h, None
 
 
+#: The forms of Eq. 7's MLPs (:class:`GNNML3Conv`'s ``support_mlp``).
+SUPPORT_MLPS = ("sigmoid", "authors")
+
+
+def support_features(form: str, z1: Tensor, z2: Tensor, z3: Tensor) -> Tensor:
+    """``mlp_1 ‖ mlp_2 ⊙ mlp_3`` from the three linear maps' outputs, in ``form``
+    (:data:`SUPPORT_MLPS`): sigmoids, or the authors' ReLU and tanh · tanh."""
+    if form == "authors":
+        return torch.cat([torch.relu(z1), torch.tanh(z2) * torch.tanh(z3)], dim=-1)
+    return torch.cat([torch.sigmoid(z1), torch.sigmoid(z2) * torch.sigmoid(z3)], dim=-1)
+
+
 class GNNML3Conv(nn.Module):
     r"""The GNNML3 layer of Balcilar et al., "Breaking the Limits of Message Passing Graph
     Neural Networks" (ICML 2021), Eq. 7–8 (Algorithm 2, one layer).
@@ -172,6 +184,13 @@ class GNNML3Conv(nn.Module):
         product_bias: biases in ``mlp_5`` and ``mlp_6``.
         activation: ``σ`` (name or callable).
         product_activation: the activation inside ``mlp_5`` and ``mlp_6``.
+        support_mlp: the form of Eq. 7's MLPs. ``"sigmoid"``: ``mlp_1 … mlp_3`` are linear
+            layers with biases and sigmoids, ``mlp_4`` a linear layer with a bias and a ReLU.
+            ``"authors"`` (the authors' ``ML3Layer``): bias-free layers, ``mlp_1`` a ReLU,
+            ``mlp_2``/``mlp_3`` tanh, ``mlp_4`` a ReLU — so that ``C`` is 0 where ``C'`` is
+            and keeps the spread of ``C'``; with sigmoids every entry of ``M`` starts near
+            ``relu(mlp_4(½, …))``, the same for every edge, and the learned supports begin as
+            a multiple of ``M`` (1-WL: GNNML3 in that form stays at 50 % on EXP-classify).
         local_supports: learn ``C = ReLU(mlp_4(z(C')) − mlp_4(z(0)))`` with
             ``z = mlp_1 ‖ mlp_2 ⊙ mlp_3``, so that ``C`` vanishes where every ``C'^{(s)}`` does.
             Eq. 7 as written (``False``) gives every entry of ``M`` a positive weight whatever
@@ -198,9 +217,15 @@ class GNNML3Conv(nn.Module):
         activation: Activation = "relu",
         product_activation: Activation = "identity",
         local_supports: bool = False,
+        support_mlp: str = "sigmoid",
     ) -> None:
         super().__init__()
         s = num_supports
+        if support_mlp not in SUPPORT_MLPS:
+            raise MatlangError(
+                f"support_mlp must be one of {', '.join(SUPPORT_MLPS)}, got {support_mlp!r}"
+            )
+        self.support_mlp = support_mlp
         p = out_channels if product_channels is None else product_channels
         if s < 1 or p < 0:
             raise MatlangError(f"need num_supports ≥ 1 and product_channels ≥ 0, got {s}, {p}")
@@ -211,10 +236,11 @@ class GNNML3Conv(nn.Module):
         self.support_mlp3: nn.Linear | None = None
         self.support_mlp4: nn.Linear | None = None
         if learn_supports:
-            self.support_mlp1 = nn.Linear(s, 2 * s)
-            self.support_mlp2 = nn.Linear(s, 2 * s)
-            self.support_mlp3 = nn.Linear(s, 2 * s)
-            self.support_mlp4 = nn.Linear(4 * s, s)
+            biased = support_mlp == "sigmoid"
+            self.support_mlp1 = nn.Linear(s, 2 * s, bias=biased)
+            self.support_mlp2 = nn.Linear(s, 2 * s, bias=biased)
+            self.support_mlp3 = nn.Linear(s, 2 * s, bias=biased)
+            self.support_mlp4 = nn.Linear(4 * s, s, bias=biased)
         #: ``W^{(l,s)}`` for each support ``s``.
         self.weight = nn.Parameter(torch.empty(s, in_channels, out_channels))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
@@ -303,12 +329,14 @@ class GNNML3Conv(nn.Module):
         return torch.relu(nn.functional.linear(z - z0, self.support_mlp4.weight))
 
     def _support_features(self, support: Tensor) -> Tensor:
-        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` (sigmoids), ``(E, S) → (E, 4S)``."""
+        """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')``, ``(E, S) → (E, 4S)`` (see ``support_mlp``)."""
         assert self.support_mlp1 and self.support_mlp2 and self.support_mlp3
-        a = torch.sigmoid(self.support_mlp1(support))
-        b = torch.sigmoid(self.support_mlp2(support))
-        c = torch.sigmoid(self.support_mlp3(support))
-        return torch.cat([a, b * c], dim=-1)
+        return support_features(
+            self.support_mlp,
+            self.support_mlp1(support),
+            self.support_mlp2(support),
+            self.support_mlp3(support),
+        )
 
     def forward(
         self,
@@ -346,6 +374,8 @@ class GNNML3Conv(nn.Module):
 
     def extra_repr(self) -> str:
         local = f"local_supports={self.local_supports}, " if self.local_supports else ""
+        if self.learn_supports and self.support_mlp != "sigmoid":
+            local += f"support_mlp={self.support_mlp!r}, "
         return (
             f"{self.in_channels}, {self.out_channels} + {self.product_channels}, "
             f"supports={self.num_supports}, learn_supports={self.learn_supports}, {local}"
@@ -362,6 +392,9 @@ class GNNML3Config(ModelConfig):
         product_channels: ``P``, width of each layer's product part.
         learn_supports: learn ``C`` from ``C'`` (Eq. 7), or use ``C'`` as it is.
         local_supports: see :class:`GNNML3Conv`.
+        support_mlp: the form of Eq. 7's MLPs, see :class:`GNNML3Conv` (``"authors"`` is
+            what the authors' scripts run; ``"sigmoid"``, the default, what this project
+            ran before).
         support: the initial supports ``C'`` (Algorithm 1; paper: normalised Laplacian,
             b = 5, 3/5/10 bands, ``M = A + I``). A mapping given to
             :func:`~runtime.models.resolve_config` may name its fields directly.
@@ -370,6 +403,7 @@ class GNNML3Config(ModelConfig):
     product_channels: int = 16
     learn_supports: bool = True
     local_supports: bool = False
+    support_mlp: str = "sigmoid"
     support: SupportConfig = field(default_factory=SupportConfig)
 
     def __post_init__(self) -> None:
@@ -417,6 +451,7 @@ class GNNML3(GraphModel):
             product_channels=cfg.product_channels,
             learn_supports=cfg.learn_supports,
             local_supports=cfg.local_supports,
+            support_mlp=cfg.support_mlp,
         )
 
     def supports(self, batch: Batch, dtype: torch.dtype | None = None) -> Supports:

@@ -49,8 +49,15 @@ def _models(seeds: list[int], **options: object) -> list[torch.nn.Module]:
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"local_supports": True}, {"learn_supports": False}, {"product_channels": 0}],
-    ids=["eq7", "local", "fixed-supports", "no-product"],
+    [
+        {},
+        {"local_supports": True},
+        {"learn_supports": False},
+        {"product_channels": 0},
+        {"support_mlp": "authors"},
+        {"support_mlp": "authors", "local_supports": True},
+    ],
+    ids=["eq7", "local", "fixed-supports", "no-product", "authors", "authors-local"],
 )
 def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
     data = _set(14, 0)

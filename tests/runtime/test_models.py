@@ -510,6 +510,34 @@ def test_gnnml3_support_mlps_have_the_papers_shapes() -> None:
     assert c.shape == (7, s) and bool((c >= 0).all())  # ReLU output
 
 
+def test_gnnml3_support_mlps_in_the_authors_form() -> None:
+    # the authors' ML3Layer: C = relu(W4 [relu(W1 C') ‖ tanh(W2 C') ⊙ tanh(W3 C')]), no biases
+    gen = torch.Generator().manual_seed(3)
+    s = 5
+    layer = GNNML3Conv(3, 4, s, support_mlp="authors").double()
+    mlps = (layer.support_mlp1, layer.support_mlp2, layer.support_mlp3, layer.support_mlp4)
+    assert all(m is not None and m.bias is None for m in mlps)
+    w1, w2, w3, w4 = (m.weight for m in mlps)  # type: ignore[union-attr]
+    c = torch.randn(40, s, generator=gen, dtype=torch.float64)
+    z = torch.cat([torch.relu(c @ w1.T), torch.tanh(c @ w2.T) * torch.tanh(c @ w3.T)], 1)
+    torch.testing.assert_close(layer.learned_supports(c), torch.relu(z @ w4.T))
+    # 0 where C' is 0, and entries that differ in C' differ in C (sigmoids: all near one value)
+    assert float(layer.learned_supports(torch.zeros(2, s, dtype=torch.float64)).abs().max()) == 0
+    torch.manual_seed(0)
+    small_c = 0.05 * torch.rand(200, s, dtype=torch.float64)
+    spread = {}
+    for form in ("sigmoid", "authors"):
+        lay = GNNML3Conv(3, 4, s, support_mlp=form).double()
+        out = lay.learned_supports(small_c)
+        spread[form] = float(out.std(0).sum() / out.mean(0).abs().sum().clamp_min(1e-12))
+    assert spread["authors"] > 10 * spread["sigmoid"]
+    assert "support_mlp='authors'" in repr(layer) and "support_mlp=" not in repr(
+        GNNML3Conv(3, 4, s)
+    )
+    with pytest.raises(MatlangError, match="support_mlp must be one of sigmoid, authors"):
+        GNNML3Conv(3, 4, s, support_mlp="tanh")
+
+
 def test_gnnml3_takes_precomputed_supports() -> None:
     torch.manual_seed(0)
     model = small("gnnml3")
