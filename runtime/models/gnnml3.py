@@ -217,7 +217,7 @@ class GNNML3Conv(nn.Module):
         activation: Activation = "relu",
         product_activation: Activation = "identity",
         local_supports: bool = False,
-        support_mlp: str = "sigmoid",
+        support_mlp: str = "authors",
     ) -> None:
         super().__init__()
         s = num_supports
@@ -374,7 +374,7 @@ class GNNML3Conv(nn.Module):
 
     def extra_repr(self) -> str:
         local = f"local_supports={self.local_supports}, " if self.local_supports else ""
-        if self.learn_supports and self.support_mlp != "sigmoid":
+        if self.learn_supports and self.support_mlp != "authors":
             local += f"support_mlp={self.support_mlp!r}, "
         return (
             f"{self.in_channels}, {self.out_channels} + {self.product_channels}, "
@@ -392,9 +392,9 @@ class GNNML3Config(ModelConfig):
         product_channels: ``P``, width of each layer's product part.
         learn_supports: learn ``C`` from ``C'`` (Eq. 7), or use ``C'`` as it is.
         local_supports: see :class:`GNNML3Conv`.
-        support_mlp: the form of Eq. 7's MLPs, see :class:`GNNML3Conv` (``"authors"`` is
-            what the authors' scripts run; ``"sigmoid"``, the default, what this project
-            ran before).
+        support_mlp: the form of Eq. 7's MLPs, see :class:`GNNML3Conv` (``"authors"``, the
+            default, is what the authors' scripts run; ``"sigmoid"`` what this project ran
+            before issue 34's round 5).
         support: the initial supports ``C'`` (Algorithm 1; paper: normalised Laplacian,
             b = 5, 3/5/10 bands, ``M = A + I``). A mapping given to
             :func:`~runtime.models.resolve_config` may name its fields directly.
@@ -403,7 +403,7 @@ class GNNML3Config(ModelConfig):
     product_channels: int = 16
     learn_supports: bool = True
     local_supports: bool = False
-    support_mlp: str = "sigmoid"
+    support_mlp: str = "authors"
     support: SupportConfig = field(default_factory=SupportConfig)
 
     def __post_init__(self) -> None:

@@ -531,9 +531,8 @@ def test_gnnml3_support_mlps_in_the_authors_form() -> None:
         out = lay.learned_supports(small_c)
         spread[form] = float(out.std(0).sum() / out.mean(0).abs().sum().clamp_min(1e-12))
     assert spread["authors"] > 10 * spread["sigmoid"]
-    assert "support_mlp='authors'" in repr(layer) and "support_mlp=" not in repr(
-        GNNML3Conv(3, 4, s)
-    )
+    assert "support_mlp='sigmoid'" in repr(GNNML3Conv(3, 4, s, support_mlp="sigmoid"))
+    assert "support_mlp=" not in repr(layer)  # the default
     with pytest.raises(MatlangError, match="support_mlp must be one of sigmoid, authors"):
         GNNML3Conv(3, 4, s, support_mlp="tanh")
 
@@ -611,8 +610,8 @@ def test_gnnml3_layers_share_one_operator() -> None:
 def test_gnnml3_local_supports_vanish_where_the_initial_supports_do() -> None:
     torch.manual_seed(0)
     s = 4
-    eq7 = GNNML3Conv(3, 5, s).double()
-    local = GNNML3Conv(3, 5, s, local_supports=True).double()
+    eq7 = GNNML3Conv(3, 5, s, support_mlp="sigmoid").double()
+    local = GNNML3Conv(3, 5, s, local_supports=True, support_mlp="sigmoid").double()
     local.load_state_dict(eq7.state_dict())
     c0 = torch.zeros(3, s, dtype=torch.float64)
     # zero up to the rounding of sigmoid's vector lanes (z(0) in another row position)
@@ -640,7 +639,7 @@ def test_gnnml3_local_supports_keep_a_wide_receptive_field_bounded() -> None:
                     grid[u, v] = grid[v, u] = 1
     g = from_adjacency(grid, x=np.linspace(-1, 1, 144).reshape(-1, 1))
     scale = {}
-    for local in (False, True):
+    for form, local in (("sigmoid", False), ("sigmoid", True), ("authors", False)):
         torch.manual_seed(0)
         cfg = {
             "hidden": 16,
@@ -650,12 +649,15 @@ def test_gnnml3_local_supports_keep_a_wide_receptive_field_bounded() -> None:
             "num_bands": 10,
             "receptive_field": 5,
             "local_supports": local,
+            "support_mlp": form,
         }
         model = build_model("gnnml3", 1, 1, cfg, task="node").double()
         with torch.no_grad():
-            scale[local] = float(model(g).abs().max())
-    assert scale[False] > 1e3  # 1e4–1e5 at this seed
-    assert scale[True] < 10
+            scale[form, local] = float(model(g).abs().max())
+    assert scale["sigmoid", False] > 1e3  # 1e4–1e5 at this seed
+    assert scale["sigmoid", True] < 10
+    # the authors' bias-free form is 0 where C' is: Eq. 7 as it stands stays local too
+    assert scale["authors", False] < 10
 
 
 # --------------------------------------------------------------------------- backends
