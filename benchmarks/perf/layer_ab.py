@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_k, "1")
@@ -103,13 +104,10 @@ def _epoch(old: Any, rounds: int) -> dict[str, list[float]]:
     models: dict[str, nn.Module] = {}
     torch.manual_seed(0)
     models["new"] = model_module.SentenceGNN(ds.num_features, classes, SUPPORTS)
-    real = model_module.SentenceConv
-    model_module.SentenceConv = old.SentenceConv  # the same model around the old layer
-    try:
+    # the same model around the old layer
+    with mock.patch.object(model_module, "SentenceConv", old.SentenceConv):
         torch.manual_seed(0)
         models["old"] = model_module.SentenceGNN(ds.num_features, classes, SUPPORTS)
-    finally:
-        model_module.SentenceConv = real
     torch.manual_seed(0)
     models["gin"] = _GIN(ds.num_features, classes)
     opts = {k: torch.optim.Adam(m.parameters(), lr=1e-3) for k, m in models.items()}
