@@ -19,9 +19,10 @@ from matlang.compiler.layers.stage import (
     apply_channels,
     graph_values,
     make_batch,
-    propagate_supports,
+    propagate,
     stage,
     stage_key,
+    support_products,
 )
 from matlang.runtime.inputs import adjacency_edges, layer_inputs
 from torch import Tensor, nn
@@ -350,7 +351,8 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 "diagonal here; write A + I in a sentence to use it)",
                 "batch",
             ) from None
-        out = out + self._p(self.bias, work) if self.bias is not None else out
+        if self.bias is not None:  # out is the layer's own new tensor: no backward reads it
+            out = out.add_(self._p(self.bias, work))
         act = self.activation
         if act is not None:
             out = ACTIVATIONS[act](out) if isinstance(act, str) else act(out)
@@ -371,6 +373,9 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 )
 
     def _param_dtype(self) -> torch.dtype:
+        for p in self._parameters.values():  # its own, in order (cheaper than parameters())
+            if p is not None and not isinstance(p, nn.parameter.UninitializedParameter):
+                return p.dtype
         for p in self.parameters():
             if not isinstance(p, nn.parameter.UninitializedParameter):
                 return p.dtype
@@ -391,32 +396,60 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         )
 
     def _rest(self, x: Tensor, out: Tensor, f: Tensor | None, u: Tensor | None) -> Tensor:
-        """The channel-wise, input-free and product terms."""
+        """The channel-wise, input-free and product terms, added to ``out`` in place (a new
+        tensor of the caller's that no backward reads)."""
         if f is not None:
             cw = self.channel_weight
             assert isinstance(cw, Tensor)
-            out = out + f @ self._p(cw, x.dtype).reshape(-1, self.out_channels)
+            out = out.addmm_(f, self._p(cw, x.dtype).reshape(-1, self.out_channels))
         if u is not None:
-            out = out + u.to(x.dtype) @ self._p(self.node_weight, x.dtype)  # type: ignore[arg-type]
+            out = out.addmm_(u.to(x.dtype), self._p(self.node_weight, x.dtype))  # type: ignore[arg-type]
         if self.product:
             a = self._p(self.product_weight_a, x.dtype)
-            out = out + (x @ a) * (x @ self._p(self.product_weight_b, x.dtype))
+            out = out.addcmul_(x @ a, x @ self._p(self.product_weight_b, x.dtype))
         return out
 
     def _terms(self, x: Tensor, edge_index: Tensor, batch: Tensor | None) -> Tensor:
         n = x.shape[0]
-        out = x.new_zeros(n, self.out_channels)
-        y = self._mixed(x)
-        if y is not None:
+        if self.weight is None:
+            out = x.new_zeros(n, self.out_channels)
+        elif x.shape[1] <= self.out_channels and not torch.compiler.is_compiling():
+            out = self._supports_first(x, edge_index, batch)
+        else:
+            y = self._mixed(x)
+            assert y is not None
             if self.normalize is not None:
                 y = y * self._support_scale(edge_index, batch, n).to(y.dtype).unsqueeze(-1)
-            out = out + propagate_supports(y, edge_index, batch, self._support_key)
+            out = propagate(y, edge_index, batch, self._support_key)
         f = u = None
         if self.channel_weight is not None:
             f = apply_channels(x, edge_index, batch, self._channel_key)
         if self.node_weight is not None:
             u = graph_values(edge_index, batch, n, self._node_key)
         return self._rest(x, out, f, u)
+
+    def _supports_first(self, x: Tensor, edge_index: Tensor, batch: Tensor | None) -> Tensor:
+        """``Σ_s C_s x W_s`` as ``Σ_s (C_s x) W_s`` for ``d ≤ out``: the sparse products on
+        the ``d`` input channels (no more than on ``x W_s``'s ``out``), none at all in the
+        backward of a first layer (its ``x`` needs no gradient), no product for ``I`` (``I x``
+        is ``x``); the dense products accumulate in one output (``addmm_``: no ``(N, S, out)``
+        intermediate, no transposed copy, no sum of ``S`` terms). ``normalize``'s scale is a
+        constant per graph, so it commutes with ``C_s`` (one block per graph)."""
+        w = self.weight
+        assert isinstance(w, Tensor)
+        identity, products = support_products(x, edge_index, batch, self._support_key)
+        scale = None
+        if self.normalize is not None:
+            scale = self._support_scale(edge_index, batch, x.shape[0]).to(x.dtype)
+        rest = iter(products)
+        out: Tensor | None = None
+        for k, (eye, w_k) in enumerate(zip(identity, self._p(w, x.dtype).unbind(0))):
+            f = x if eye else next(rest)
+            if scale is not None:
+                f = f * scale[:, k : k + 1]
+            out = f @ w_k if out is None else out.addmm_(f, w_k)
+        assert out is not None
+        return out
 
     def _support_scale(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, S)``: 1 / (the largest absolute row sum of support ``s`` in node ``i``'s graph,

@@ -421,32 +421,113 @@ def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
 def _mm(m: Tensor, y: Tensor) -> Tensor:
     if y.shape[1] == 1:  # one channel: mv is ~3× sparse.mm on an (N, 1) matrix
         return torch.mv(m, y[:, 0]).unsqueeze(1)
-    return torch.sparse.mm(m, y)
+    # addmm_ with beta=0 ignores the uninitialised output (torch.addmm's documented rule):
+    # 10-20 % below sparse.mm, which first fills a zero matrix, at d ≥ 16
+    return y.new_empty(m.shape[0], y.shape[1]).addmm_(m, y, beta=0)
 
 
 def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
     """``Σ_s C_s y[:, s]``, one CSR product per support (``y`` laid out support-major)."""
+    return _propagate_on(y, stage(key).supports(edge_index, batch, y.shape[0]))
+
+
+def _propagate_on(y: Tensor, sup: _Supports) -> Tensor:
     n, s, c = y.shape
-    sup = stage(key).supports(edge_index, batch, n)
     ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
     out: Tensor | None = None
     for m, ys_k, eye in zip(sup.csr(y.dtype), ys, sup.identity):
         if eye:  # I y: the operand itself (a copy if it starts the sum: never an alias of y)
-            out = ys_k.clone() if out is None else out + ys_k
+            out = ys_k.clone() if out is None else out.add_(ys_k)
             continue
-        term = _mm(m, ys_k)
-        out = term if out is None else out + term
+        out = _mm(m, ys_k) if out is None else out.addmm_(m, ys_k)
     return y.new_zeros(n, c) if out is None else out
 
 
 def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, s: int) -> Tensor:
     """The adjoint: ``(C_s)ᵀ g`` for every ``s``, as ``(N, S, C)``."""
+    return _propagate_t_on(g, stage(key).supports(edge_index, batch, g.shape[0]))
+
+
+def _propagate_t_on(g: Tensor, sup: _Supports) -> Tensor:
     n, c = g.shape
-    sup = stage(key).supports(edge_index, batch, n)
     g = g.contiguous()
-    return torch.stack(
-        [g if eye else _mm(m, g) for m, eye in zip(sup.csr_t(g.dtype), sup.identity)], 1
-    )
+    out = g.new_empty(n, sup.s, c)  # written support by support (no stack of S temporaries)
+    for k, (m, eye) in enumerate(zip(sup.csr_t(g.dtype), sup.identity)):
+        out[:, k] = g if eye else _mm(m, g)
+    return out
+
+
+class _Propagate(torch.autograd.Function):
+    """Eager :func:`propagate_supports`: a plain autograd function holding its batch's
+    supports (the custom op's dispatch costs ~0.2 ms a call, a lookup of the supports another
+    in the backward); under ``torch.compile`` the custom op is used."""
+
+    @staticmethod
+    def forward(ctx: Any, y: Tensor, sup: _Supports) -> Tensor:  # type: ignore[override]
+        ctx.sup = sup
+        return _propagate_on(y, sup)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        return _propagate_t_on(grad, ctx.sup), None
+
+
+def propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> Tensor:
+    """``Σ_s C_s y[:, s, :]`` (see :func:`propagate_supports`): eagerly an autograd function,
+    under ``torch.compile`` the custom op."""
+    if torch.compiler.is_compiling():
+        return propagate_supports(y, edge_index, batch, key)
+    return _Propagate.apply(y, stage(key).supports(edge_index, batch, y.shape[0]))  # type: ignore[no-any-return]
+
+
+def _products_on(x: Tensor, sup: _Supports) -> tuple[Tensor, ...]:
+    """``C_s x`` for every support but ``I``, in order."""
+    x = x.contiguous()
+    return tuple(_mm(m, x) for m, eye in zip(sup.csr(x.dtype), sup.identity) if not eye)
+
+
+def _products_t_on(grads: Sequence[Tensor | None], sup: _Supports) -> Tensor | None:
+    """The adjoint of :func:`_products_on`: ``Σ_s C_sᵀ g_s`` over the ``g_s`` given."""
+    given = [g for g in grads if g is not None]
+    if not given:
+        return None
+    ms = [m for m, eye in zip(sup.csr_t(given[0].dtype), sup.identity) if not eye]
+    out: Tensor | None = None
+    for m, g in zip(ms, grads):
+        if g is None:
+            continue
+        g = g.contiguous()
+        out = _mm(m, g) if out is None else out.addmm_(m, g)
+    return out
+
+
+class _Products(torch.autograd.Function):
+    """:func:`support_products` as an autograd function: the batch's supports held on the
+    context (no second look-up in the backward)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, sup: _Supports) -> tuple[Tensor, ...]:  # type: ignore[override]
+        ctx.sup = sup
+        ctx.set_materialize_grads(False)  # a product whose output is unused costs nothing
+        return _products_on(x, sup)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor | None) -> tuple[Tensor | None, None]:  # type: ignore[override]
+        return _products_t_on(grads, ctx.sup), None
+
+
+def support_products(
+    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str
+) -> tuple[list[bool], tuple[Tensor, ...]]:
+    """``C_s x`` ``(N, d)`` for every support of a stage but ``I`` (``I x`` is ``x``), with
+    which supports are ``I``; differentiable in ``x`` (the adjoint ``Σ_s C_sᵀ g_s``). Eager
+    only (a layer under ``torch.compile`` takes :func:`propagate`): a layer with ``d ≤ out``
+    computes ``Σ_s C_s x W_s`` as ``Σ_s (C_s x) W_s``, its sparse products on ``d`` channels
+    and none in the backward where ``x`` needs no gradient (a first layer)."""
+    sup = stage(key).supports(edge_index, batch, x.shape[0])
+    if all(sup.identity):
+        return sup.identity, ()
+    return sup.identity, _Products.apply(x, sup)  # type: ignore[no-any-return]
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())
@@ -621,8 +702,10 @@ __all__ = [
     "apply_channels",
     "channels_op",
     "channels_vjp",
+    "propagate",
     "propagate_supports",
     "graph_values",
+    "support_products",
     "make_batch",
     "stage",
     "stage_key",
