@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import random
 import statistics
@@ -172,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         f"load {r['load']:.1f}"
     )
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(r, f, indent=1)
+        from benchmarks.records import write_json
+
+        write_json(Path(args.json), r)
     return 0
 
 
