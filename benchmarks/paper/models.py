@@ -71,9 +71,6 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     "iso": {"gnnml3": {"bandwidth": 2.0, "num_bands": 5, "support_mlp": "authors"}},
     "count": {
         "gnnml3": {
-            # the sigmoids Table 2's GNNML3 files ran with (the authors' form: --set
-            # support_mlp=authors, files *.support_mlp-authors.json)
-            "support_mlp": "sigmoid",
             "basis": PAPER_BASIS["count"],
             "bandwidth": 1.0,
             "num_bands": 10,

@@ -47,6 +47,20 @@ def gnnml3_basis(data: dict[str, Any]) -> str | None:
     return "adjacency"
 
 
+def gnnml3_support_mlp(data: dict[str, Any]) -> str | None:
+    """The form of Eq. 7's MLPs a GNNML3 result file's model used (``None``: not GNNML3, or
+    supports not learned): its recorded ``support_mlp``; files that record none ran the
+    sigmoids, the only form before issue 34's fifth round."""
+    if data.get("model") != "gnnml3":
+        return None
+    cfg = (data.get("model_info") or {}).get("config")
+    if not isinstance(cfg, dict):
+        return "sigmoid"
+    if cfg.get("learn_supports") is False:
+        return None
+    return str(cfg.get("support_mlp", "sigmoid"))
+
+
 def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
     """``(markers, phrases)``: how the run of a result file differs from the paper's (seeds,
     epochs, batch, GNNML3's basis), whether it was budget-bound (best epoch = last epoch run)
@@ -84,6 +98,12 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             f"GNNML3 on the {basis} spectrum ({params:,} parameters) where the paper uses the "
             f"{want.replace('_', ' ')}: run before issue 34; the paper's configuration is now "
             "the default and has not run yet"
+        )
+    if gnnml3_support_mlp(data) == "sigmoid":
+        bits.append(
+            "GNNML3's Eq. 7 with sigmoids (the learned supports start as one multiple of M): "
+            "run before issue 34's fifth round; the authors' bias-free form is now the "
+            "default and has not run for this cell"
         )
     if bits:
         marks += MARK_DEVIATES
