@@ -16,6 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paper.paper_numbers import (
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    PAPER_TABLE3,
+    TABLE1_PAIRS,
+    TABLE2_HEAD,
+    TABLE2_TASKS,
+    TABLE3_TASKS,
+)
 from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
     MARK_DIRTY,
@@ -42,47 +51,6 @@ MODEL_ORDER: tuple[str, ...] = (
     "compiled",
     "compiled-random",
 )
-
-#: Paper Table 1: undistinguished pairs (graph8c, sr25, EXP) and EXP-classify accuracy (%).
-PAPER_TABLE1: dict[str, tuple[float, float, float, float]] = {
-    "mlp": (293_000, 105, 600, 50.0),  # printed as "293K"
-    "gcn": (4775, 105, 600, 50.0),
-    "gat": (1828, 105, 600, 50.0),
-    "gin": (386, 105, 600, 50.0),
-    "chebnet": (44, 105, 71, 82.0),
-    "ppgn": (0, 105, 0, 100.0),
-    "gnnml1": (333, 105, 600, 50.0),
-    "gnnml3": (0, 105, 0, 100.0),
-}
-#: Pairs per dataset in Table 1 (graph8c: 11117 graphs, all pairs).
-TABLE1_PAIRS = {"graph8c": 11117 * 11116 // 2, "sr25": 105, "exp": 600}
-
-#: Paper Table 2: median test MSE, columns in :data:`TABLE2_TASKS` order.
-TABLE2_TASKS: tuple[str, ...] = ("star", "custom", "triangle", "tailed_triangle", "cycle4")
-TABLE2_HEAD = ("3-stars", "custom", "triangle", "tailed-tri", "4-cycles")
-PAPER_TABLE2: dict[str, tuple[float, ...]] = {
-    "mlp": (1.0e-4, 4.58e-1, 3.13e-1, 2.22e-1, 1.73e-1),
-    "gcn": (1.0e-4, 3.22e-3, 2.43e-1, 1.42e-1, 1.14e-1),
-    "gat": (1.0e-4, 4.57e-3, 2.47e-1, 1.44e-1, 1.12e-1),
-    "gin": (1.0e-4, 1.47e-3, 2.06e-1, 1.18e-1, 1.21e-1),
-    "chebnet": (1.0e-4, 7.68e-4, 2.01e-1, 1.15e-1, 9.60e-2),
-    "ppgn": (1.0e-4, 9.19e-4, 1.00e-4, 2.61e-4, 3.30e-4),
-    "gnnml1": (1.0e-4, 2.75e-4, 2.45e-1, 1.32e-1, 1.14e-1),
-    "gnnml3": (1.0e-4, 7.24e-4, 4.44e-4, 3.18e-4, 6.62e-4),
-}
-
-#: Paper Table 3: R² (low, high, band) and the planar-graph classification accuracy (%).
-TABLE3_TASKS: tuple[str, ...] = ("low", "high", "band")
-PAPER_TABLE3: dict[str, tuple[float, float, float, float]] = {
-    "mlp": (0.9749, 0.0167, 0.0027, 50.0),
-    "gcn": (0.9858, 0.0863, 0.0051, 77.9),
-    "gat": (0.9811, 0.0879, 0.0044, 85.3),
-    "gin": (0.9824, 0.2934, 0.0629, 87.6),
-    "chebnet": (0.9995, 0.9901, 0.8217, 98.2),
-    "ppgn": (0.9991, 0.9925, 0.1041, 91.2),
-    "gnnml1": (0.9994, 0.9833, 0.3802, 92.8),
-    "gnnml3": (0.9995, 0.9909, 0.8189, 97.8),
-}
 
 
 @dataclass(frozen=True)
