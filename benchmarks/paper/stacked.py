@@ -233,12 +233,13 @@ class StackedGNNML3:
         for i, conv in enumerate(self.model.convs):
             pre = f"convs.{i}."
             if conv.learn_supports:
-                z = self._support_features(c_list, pre, conv.support_mlp)
+                form = str(conv.support_mlp)  # the layer's Eq. 7 form
+                z = self._support_features(c_list, pre, form)
                 w4 = p(f"{pre}support_mlp4.weight")
                 assert w4 is not None
                 if conv.local_supports:
                     # mlp_4(z(C')) − mlp_4(z(0)): exactly 0 where every C'^(s) is 0
-                    z0 = self._support_features(c_list.new_zeros((k, 1, s)), pre, conv.support_mlp)
+                    z0 = self._support_features(c_list.new_zeros((k, 1, s)), pre, form)
                     learned = torch.relu(_linear(z - z0, w4, None))
                 else:
                     learned = torch.relu(_linear(z, w4, p(f"{pre}support_mlp4.bias")))
