@@ -68,7 +68,7 @@ PAPER_BASIS: dict[str, str] = {
 #: counting widths and 5 bands it had 17–24K. ``hidden = product_channels`` as the appendix
 #: says ("the same length" for mlp_5, mlp_6 as for W).
 PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
-    "iso": {"gnnml3": {"bandwidth": 2.0, "num_bands": 5, "support_mlp": "authors"}},
+    "iso": {"gnnml3": {"bandwidth": 2.0, "num_bands": 5}},
     "count": {
         "gnnml3": {
             "basis": PAPER_BASIS["count"],
@@ -77,12 +77,8 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
             "add_adjacency": True,
         }
     },
-    # Eq. 7's MLPs as the authors' ML3Layer has them (bias-free ReLU, tanh · tanh): with
-    # sigmoids the learned supports start as one multiple of M and GNNML3 stays at 1-WL
-    # (EXP-classify 50 %)
     "classify": {
         "gnnml3": {
-            "support_mlp": "authors",
             "basis": PAPER_BASIS["classify"],
             "bandwidth": 2.0,
             "num_bands": 5,
@@ -107,7 +103,6 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     # the authors' Zinc12k.py: the adjacency spectrum, a 2-hop receptive field, dv=2, nfreq=7
     "zinc": {
         "gnnml3": {
-            "support_mlp": "authors",
             "basis": PAPER_BASIS["zinc"],
             "bandwidth": 2.0,
             "num_bands": 7,
