@@ -123,6 +123,7 @@ def runs_record(runs: Sequence[SeedRun], metric: str) -> list[dict[str, Any]]:
             "final_train_loss": r.final_train_loss,
             # recorded only when stacked, so rows of earlier runs read the same
             **({"stacked_seeds": r.stacked} if r.stacked > 1 else {}),
+            **({"readout": r.readout} if r.readout is not None else {}),
         }
         for r in runs
     ]

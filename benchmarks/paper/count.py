@@ -29,12 +29,19 @@ from benchmarks.paper.distributed import (
     from_environment,
     launch,
 )
-from benchmarks.paper.models import counting_features, make_model
+from benchmarks.paper.models import (
+    LEAST_SQUARES,
+    LEAST_SQUARES_CONFIG,
+    SENTENCE,
+    counting_features,
+    make_model,
+)
 from benchmarks.paper.stacked import run_seeds_stacked
 from benchmarks.paper.train import (
     GraphSet,
     SeedRun,
     TrainConfig,
+    fit_readout,
     mean_loss,
     median_metric,
     run_seeds,
@@ -116,7 +123,7 @@ def check_pattern_model(task: str, model: str, sentence: str | None = None) -> N
 
     if sentence is not None or pattern_name(task) is None:
         return
-    if model.lower() not in (*COMPILED, "sentence"):
+    if model.lower() not in (*COMPILED, *SENTENCE):
         return
     theory = pattern_task(task)
     if theory["sentence"] is None:
@@ -146,11 +153,13 @@ def pattern_counts(task: str, graphs: Sequence[Any], *, progress: bool = False) 
     return np.asarray(out, dtype=np.float64)
 
 
-def pattern_supports(rooted_sentence: str, graphs: Sequence[Any], limit: int = 4) -> list[str]:
+def pattern_supports(
+    rooted_sentence: str, graphs: Sequence[Any], limit: int | None = 4
+) -> list[str]:
     """Supports for SentenceGNN from a pattern's rooted sentence: I, A / 3 and its masked matrices
-    (the matrix-valued ⊙ subexpressions, fewest nodes first, at most ``limit``), each divided by
-    three times its largest entry over ``graphs``, rounded up (entries at most 1/3, as A / 3;
-    products of supports over 4 layers diverge in the first epochs with larger entries)."""
+    (the matrix-valued ⊙ subexpressions, fewest nodes first, at most ``limit``; None: all), each
+    divided by three times its largest entry over ``graphs``, rounded up (entries at most 1/3, as
+    A / 3; products of supports over 4 layers diverge in the first epochs with larger entries)."""
     import math
 
     from matlang import ast
@@ -165,7 +174,7 @@ def pattern_supports(rooted_sentence: str, graphs: Sequence[Any], limit: int = 4
             masked.setdefault(to_text(node, definitions=False), node)
     chosen = sorted(masked.items(), key=lambda kv: (sum(1 for _ in kv[1].walk()), kv[0]))
     out = ["I", "A / 3"]  # as COUNT_SUPPORTS
-    for text, node in chosen[:limit]:
+    for text, node in chosen if limit is None else chosen[:limit]:
         top = max(
             (float(np.abs(np.asarray(evaluate_graph(node, g))).max()) for g in graphs), default=1.0
         )
@@ -360,13 +369,22 @@ def count_test(
     cache = PreprocessCache(max_entries=None)
     head = torch.tensor([[1.0 / targets.scale]])
     sizes = {"train": len(tr), "val": len(va), "test": len(te)}
-    if model.lower() == "sentence" and pattern_name(task) is not None:
-        # SentenceGNN's supports: the masked matrices of the pattern's rooted sentence
+    least_squares = model.lower() in LEAST_SQUARES
+    if least_squares and cfg.epochs != 0:
+        raise MatlangError(
+            f"--model {model} takes no gradient steps (its readout is fitted by least squares): "
+            f"give --epochs 0, not {cfg.epochs}"
+        )
+    if model.lower() in SENTENCE and pattern_name(task) is not None:
+        # SentenceGNN's supports: the masked matrices of the pattern's rooted sentence (all
+        # of them for the least-squares model, whose readout must span the count's terms)
         options = dict(options or {})
         if "sentences" not in options:
             rooted = pattern_task(task)["rooted_sentence"]
             train_graphs = [data.graphs[i] for i in splits[0]]
-            options["sentences"] = tuple(pattern_supports(rooted, train_graphs))
+            options["sentences"] = tuple(
+                pattern_supports(rooted, train_graphs, limit=None if least_squares else 4)
+            )
 
     def result(runs: list[SeedRun], info: dict[str, Any]) -> CountResult:
         return CountResult(median_metric(runs), runs, targets, info, sizes)
@@ -380,6 +398,8 @@ def count_test(
             sentences=[] if targets.sentence is None else [targets.sentence],
             head_weight=head,
             cache=cache,
+            # a polynomial readout of large, cancelling terms: its sums in float64
+            dtype=torch.float64 if least_squares else torch.float32,
             options={
                 **(options or {}),
                 **({} if conv_layers is None else {"layers": conv_layers}),
@@ -414,6 +434,9 @@ def count_test(
         desc=f"{task} {model}",
         on_seed=None if on_seed is None else lambda r, i: on_seed(result(r, i)),
         group=group,
+        refit=(lambda net: fit_readout(net, tr, va, batch_size=cfg.eval_batch_size))
+        if least_squares
+        else None,
     )
     return result(runs, info)
 
@@ -463,14 +486,17 @@ def variant_tags(
     reduction: str,
     options: Mapping[str, Any],
     tag: str | None,
+    default_layers: int | None = None,
 ) -> list[str]:
     """File-name tags of a run whose protocol, model or loss is not the paper protocol's
     (``authors``, ``mean``, ``layers5``, ``num_bands-5`` …), then ``--variant``'s own tag
     (epochs, batch size…). The paper protocol's Table 2 files carry no tag, so a run under
-    another protocol never lands in (or is refused by) the file of another."""
+    another protocol never lands in (or is refused by) the file of another. ``default_layers``:
+    the model's own layer count when it is not the protocol's (``sentence-lstsq``)."""
     tags = [protocol.name] if protocol.name != "paper" else []
     tags += ["mean"] if reduction == "mean" else []
-    tags += [f"layers{layers}"] if layers != protocol.conv_layers else []
+    own = protocol.conv_layers if default_layers is None else default_layers
+    tags += [f"layers{layers}"] if layers != own else []
     tags += [f"{k}-{str(v).lower()}" for k, v in sorted(options.items())]
     if tag is not None:
         if not tag or not all(c.isalnum() or c in "-_" for c in tag):
@@ -497,6 +523,9 @@ def bench(args: argparse.Namespace) -> int:
     from benchmarks.records import ResultFile, result_name
 
     protocol = PROTOCOLS[args.protocol]
+    least_squares = args.model.lower() in LEAST_SQUARES
+    if least_squares and args.epochs is None:
+        args.epochs = 0  # no gradient steps: the readout is fitted by least squares
     for key in ("epochs", "batch_size", "stop_below"):  # the protocol's, unless given
         if getattr(args, key) is None:
             setattr(args, key, getattr(protocol, key))
@@ -517,7 +546,8 @@ def bench(args: argparse.Namespace) -> int:
             + " or train on the CPU (--device cpu)"
         )
     ran_on = device_label(device)
-    layers = protocol.conv_layers if args.layers is None else args.layers
+    default_layers = LEAST_SQUARES_CONFIG["layers"] if least_squares else protocol.conv_layers
+    layers = default_layers if args.layers is None else args.layers
     reduction = args.loss
     options = model_options(args.set, args.model)
     train = replace(train_config(args), reduction=reduction, device=device)
@@ -536,7 +566,7 @@ def bench(args: argparse.Namespace) -> int:
         **({"variant": args.variant} if args.variant else {}),
     }
     sentences = [args.sentence] if args.sentence else []
-    tags = variant_tags(protocol, layers, reduction, options, args.variant)
+    tags = variant_tags(protocol, layers, reduction, options, args.variant, default_layers)
     name = result_name(
         "count",
         args.dataset,

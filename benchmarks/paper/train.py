@@ -371,6 +371,105 @@ class SeedRun:
     val_loss: list[float] = field(default_factory=list)
     #: seeds trained together with this one (:mod:`benchmarks.paper.stacked`); 1: alone
     stacked: int = 1
+    #: a readout fitted by least squares after training (:func:`fit_readout`'s record)
+    readout: dict[str, Any] | None = None
+
+
+#: Ridge strengths :func:`fit_readout` tries, per training row (the features standardised
+#: first); the validation loss picks one. 0 is plain least squares (minimum norm).
+READOUT_RIDGES = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
+
+
+def readout_layer(model: nn.Module) -> nn.Linear:
+    """The ``nn.Linear`` that computes ``model``'s outputs: its ``head``, or the head's last
+    Linear when the head is a Sequential."""
+    head = getattr(model, "head", None)
+    if isinstance(head, nn.Linear):
+        return head
+    if isinstance(head, nn.Sequential):
+        last = [m for m in head if isinstance(m, nn.Linear)]
+        if last and head[len(head) - 1] is last[-1]:
+            return last[-1]
+    raise MatlangError(
+        f"{type(model).__name__} has no linear readout to fit (a head that is, or ends in, "
+        "an nn.Linear)"
+    )
+
+
+def readout_features(model: nn.Module, data: GraphSet, batch_size: int = 500) -> Tensor:
+    """What :func:`readout_layer` receives on every graph of ``data``, float64, in order."""
+    layer = readout_layer(model)
+    got: list[Tensor] = []
+    hook = layer.register_forward_hook(
+        lambda m, i, o: got.append(i[0].detach().to(torch.float64).cpu())
+    )
+    try:
+        predict(model, data, batch_size)
+    finally:
+        hook.remove()
+    return torch.cat(got, 0) if got else torch.zeros(0, layer.in_features, dtype=torch.float64)
+
+
+def fit_readout(
+    model: nn.Module,
+    train: GraphSet,
+    val: GraphSet,
+    ridges: Sequence[float] = READOUT_RIDGES,
+    batch_size: int = 500,
+) -> dict[str, Any]:
+    """Fit ``model``'s readout layer (:func:`readout_layer`) by least squares, in place.
+
+    The features the layer receives on ``train`` are standardised per column (constant
+    columns left as they are), then for every ridge ``λ`` in ``ridges`` the weights solve
+    ``min ‖X w + b − y‖² + λ·n‖w‖²`` in float64 (SVD-based, minimum norm where ``X`` is rank
+    deficient); the one with the lowest validation mean squared error is written into the
+    layer (weights and bias, in the layer's dtype). Graph-level targets only. Returns
+    ``{"method", "ridge", "val_mse", "train_mse", "features"}``.
+    """
+    if train.level != "graph" or val.level != "graph":
+        raise MatlangError("fit_readout fits graph-level targets")
+    if len(train) == 0 or len(val) == 0:
+        raise MatlangError("fit_readout needs training and validation graphs")
+    layer = readout_layer(model)
+    xt, xv = readout_features(model, train, batch_size), readout_features(model, val, batch_size)
+    for what, x in (("training", xt), ("validation", xv)):
+        if not torch.isfinite(x).all():
+            raise MatlangError(f"the readout's features are not finite on the {what} graphs")
+    yt, yv = train.y.to(torch.float64), val.y.to(torch.float64)
+    mean, std = xt.mean(0), xt.std(0, correction=0)
+    std = torch.where(std > 0, std, torch.ones_like(std))
+    zt, zv = (xt - mean) / std, (xv - mean) / std
+    y_mean = yt.mean(0)
+    n, d = zt.shape
+    best: tuple[float, float, Tensor] | None = None
+    for lam in ridges:
+        lhs = torch.cat([zt, math.sqrt(lam * n) * torch.eye(d, dtype=zt.dtype)]) if lam else zt
+        rhs = (
+            torch.cat([yt - y_mean, torch.zeros(d, yt.shape[1], dtype=yt.dtype)])
+            if lam
+            else (yt - y_mean)
+        )
+        w = torch.linalg.lstsq(lhs, rhs, driver="gelsd").solution
+        err = float(((zv @ w + y_mean - yv) ** 2).mean())
+        if best is None or err < best[0]:
+            best = (err, float(lam), w)
+    assert best is not None
+    err, lam, w = best
+    weight = (w / std.unsqueeze(1)).T  # (out, d) on the raw features
+    bias = y_mean - (mean.unsqueeze(0) @ (w / std.unsqueeze(1))).reshape(-1)
+    with torch.no_grad():
+        layer.weight.copy_(weight.to(layer.weight.dtype))
+        if layer.bias is None:
+            raise MatlangError("fit_readout needs a readout layer with a bias")
+        layer.bias.copy_(bias.to(layer.bias.dtype))
+    train_mse = float(((zt @ w + y_mean - yt) ** 2).mean())
+    return {
+        "method": "least squares on the readout's input (standardised), ridge by validation",
+        "ridge": lam,
+        "val_mse": err,
+        "train_mse": train_mse,
+        "features": d,
+    }
 
 
 def median_metric(runs: Sequence[SeedRun]) -> float:
@@ -390,10 +489,12 @@ def run_seeds(
     desc: str = "train",
     on_seed: Callable[[list[SeedRun], dict[str, Any]], None] | None = None,
     group: Group | None = None,
+    refit: Callable[[nn.Module], dict[str, Any]] | None = None,
 ) -> tuple[list[SeedRun], dict[str, Any]]:
     """For each seed: seed everything, ``build()`` a model, :func:`fit` it (``config`` with that
-    seed), ``score`` the selected weights. Returns the runs and the first model's description;
-    ``on_seed(runs, description)`` is called after every finished seed (to save it).
+    seed), ``refit`` it when given (say, :func:`fit_readout`), ``score`` the selected weights.
+    Returns the runs and the first model's description; ``on_seed(runs, description)`` is
+    called after every finished seed (to save it).
     """
     from benchmarks.paper.models import describe_model
 
@@ -412,6 +513,7 @@ def run_seeds(
             desc=f"{desc} seed {seed}",
             group=group,
         )
+        readout = None if refit is None else refit(net)
         runs.append(
             SeedRun(
                 seed,
@@ -422,6 +524,7 @@ def run_seeds(
                 res.seconds,
                 res.train_loss[-1] if res.train_loss else None,
                 res.val_loss,
+                readout=readout,
             )
         )
         if on_seed is not None:
@@ -437,12 +540,16 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "bce_with_logits",
+    "READOUT_RIDGES",
     "fit",
+    "fit_readout",
     "masked",
     "mean_loss",
     "median_metric",
     "model_device",
     "predict",
+    "readout_features",
+    "readout_layer",
     "run_seeds",
     "seed_everything",
     "squared_error",

@@ -52,6 +52,14 @@ class SentenceGNN(nn.Module):
             ``"max_row_sum"`` (each support divided, graph by graph, by its largest absolute
             row sum: spectral radius at most 1, stated in ``repr``); stable, but slower to
             learn counts than ``norm="batch"`` (above).
+        activation: ``"relu"`` (default) after every layer, or ``None``: no activation —
+            with ``product=True`` every output is then a polynomial in the supports applied
+            to the features, and the sum readout holds graph-level sentences such as
+            ``𝟏ᵀ (C_s 𝟏 ⊙ C_t 𝟏)`` exactly; a count that is a linear combination of them is
+            a linear function of the readout (``head="linear"``), which least squares fits
+            (``benchmarks.paper.train.fit_readout``).
+        head: ``"mlp"`` (default: Linear, ReLU, dropout, Linear) or ``"linear"`` (one
+            Linear on the readout).
 
     A weighted graph (``edge_weight``, or a data object's) reaches every layer and the
     readout: ``A`` holds the weights.
@@ -74,12 +82,18 @@ class SentenceGNN(nn.Module):
         dropout: float = 0.0,
         norm: str | None = "batch",
         normalize: str | None = None,
+        activation: str | None = "relu",
+        head: str = "mlp",
     ) -> None:
         super().__init__()
         if layers < 1:
             raise MatlangError(f"layers must be positive, got {layers}")
         if norm not in (None, "batch"):
             raise MatlangError(f"norm is None or 'batch', got {norm!r}")
+        if activation not in (None, "relu"):
+            raise MatlangError(f"activation is 'relu' or None, got {activation!r}")
+        if head not in ("mlp", "linear"):
+            raise MatlangError(f"head is 'mlp' or 'linear', got {head!r}")
         #: the constructor's settings (result files record them)
         self.hparams: dict[str, Any] = {
             "sentences": list(sentences),
@@ -90,7 +104,10 @@ class SentenceGNN(nn.Module):
             "dropout": dropout,
             "norm": norm,
             "normalize": normalize,
+            "activation": activation,
+            "head": head,
         }
+        self.activation = activation
         widths = [in_channels] + [hidden] * layers
         self.convs = nn.ModuleList(
             SentenceConv(
@@ -98,7 +115,7 @@ class SentenceGNN(nn.Module):
                 b,
                 sentences,
                 product=product,
-                activation=None if norm else "relu",
+                activation=None if norm else activation,
                 normalize=normalize,
             )
             for a, b in zip(widths[:-1], widths[1:])
@@ -106,11 +123,16 @@ class SentenceGNN(nn.Module):
         self.norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(layers)) if norm else None
         self.readout = SentenceReadout(graph_sentences) if graph_sentences else None
         extra = self.readout.out_channels if self.readout is not None else 0
-        self.head = nn.Sequential(
-            nn.Linear(hidden * layers + extra, hidden),
-            nn.ReLU(),
-            nn.Dropout(dropout),
-            nn.Linear(hidden, out_channels),
+        width = hidden * layers + extra
+        self.head: nn.Module = (
+            nn.Linear(width, out_channels)
+            if head == "linear"
+            else nn.Sequential(
+                nn.Linear(width, hidden),
+                nn.ReLU(),
+                nn.Dropout(dropout),
+                nn.Linear(hidden, out_channels),
+            )
         )
 
     def forward(
@@ -142,7 +164,8 @@ class SentenceGNN(nn.Module):
         for i, conv in enumerate(self.convs):
             h = conv(h, edge_index, batch, edge_weight=edge_weight)
             if self.norms is not None:
-                h = torch.relu(self.norms[i](h))
+                h = self.norms[i](h)
+                h = torch.relu(h) if self.activation == "relu" else h
             pooled.append(h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h))
         if self.readout is not None:
             if any(getattr(c, "explain", None) is True for c in self.convs):

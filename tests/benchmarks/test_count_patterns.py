@@ -123,3 +123,42 @@ def test_report_gets_the_beyond_the_paper_table(
     # no paper protocol to differ from: 1 seed and 1 epoch are not marked as deviations
     assert not any("†" in line for line in table)
     assert rows[next(k for k in rows if k.lower() == "gin")][0] == "–"
+
+
+def test_least_squares_sentence_model_counts_c5_exactly() -> None:
+    # sentence-lstsq: polynomial sentence layers (no activation) at their seeded weights, the
+    # readout fitted by least squares: the count is a linear map of graph-level sentences the
+    # layers hold, so the fit is exact where Adam on `sentence` is not (issue 35)
+    data = counting_data(180, nodes=10, p=0.4)
+    no_steps = TrainConfig(epochs=0, progress=False)
+    res = count_test(
+        data, "pattern:C5", "sentence-lstsq", seeds=[0, 1], train=no_steps, options={"hidden": 24}
+    )
+    assert res.model["config"]["activation"] is None and res.model["config"]["head"] == "linear"
+    assert len(res.model["config"]["sentences"]) > 4  # every masked matrix, not the first four
+    assert res.median_test_mse < 1e-10
+    assert all(r.readout is not None and r.readout["features"] == 48 for r in res.runs)
+    assert all(r.epochs_run == 0 for r in res.runs)
+    # the same layers with an L1 support set (I, A) cannot hold C5's count: the fit is poor
+    l1 = count_test(
+        data,
+        "pattern:C5",
+        "sentence-lstsq",
+        seeds=[0],
+        train=no_steps,
+        options={"hidden": 24, "sentences": ("I", "A / 3")},
+    )
+    assert l1.median_test_mse > 1e-3
+
+
+def test_least_squares_sentence_model_refusals() -> None:
+    data = counting_data(12)
+    with pytest.raises(MatlangError, match="no gradient steps.*--epochs 0, not 1"):
+        count_test(data, "pattern:C5", "sentence-lstsq", seeds=[0], train=ONE_EPOCH)
+    no_steps = TrainConfig(epochs=0, progress=False)
+    with pytest.raises(MatlangError, match="no MATLANG sentence counts K4"):
+        count_test(data, "pattern:K4", "sentence-lstsq", seeds=[0], train=no_steps)
+    from benchmarks.paper.models import make_model
+
+    with pytest.raises(MatlangError, match="trains in bench count only"):
+        make_model("sentence-lstsq", 3, 2, protocol="filter", task="node")

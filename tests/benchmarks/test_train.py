@@ -112,3 +112,50 @@ def test_the_schedule_is_recorded_only_when_not_the_papers() -> None:
     plateau = train_record(argparse.Namespace(**base, lr_schedule="plateau"))
     assert old == constant and "lr_schedule" not in constant
     assert plateau["lr_schedule"].startswith("plateau: halved after 10 epochs")
+
+
+class _SizeFeatures(torch.nn.Module):
+    """Graph-level features [n, n², n³] (n the graph's node count) into a linear head."""
+
+    def __init__(self, head: torch.nn.Module, scale: float = 1.0) -> None:
+        super().__init__()
+        self.head = head
+        self.scale = scale
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        n = (batch.ptr[1:] - batch.ptr[:-1]).to(torch.float64).reshape(-1, 1)
+        return self.head(self.scale * torch.cat([n, n**2, n**3], 1).to(self.head_dtype))
+
+    @property
+    def head_dtype(self) -> torch.dtype:
+        return next(self.head.parameters()).dtype
+
+
+def _sized(sizes: list[int]) -> GraphSet:
+    from matlang.graphs import Graph
+
+    graphs = [Graph(torch.zeros(k, k).numpy(), f"g{k}") for k in sizes]
+    n = torch.tensor(sizes, dtype=torch.float64)
+    return GraphSet(graphs, (2.0 + 3 * n - 0.5 * n**2).to(torch.float32))
+
+
+def test_fit_readout_solves_least_squares_into_the_head() -> None:
+    from benchmarks.paper.train import fit_readout, readout_layer
+
+    train, val = _sized([1, 2, 3, 4, 5, 7, 9]), _sized([6, 8])
+    model = _SizeFeatures(torch.nn.Linear(3, 1).double())
+    info = fit_readout(model, train, val)
+    # y = 2 + 3n − n²/2 exactly: the plain least-squares solution, read back from the layer
+    assert info["ridge"] == 0.0 and info["val_mse"] < 1e-20 and info["features"] == 3
+    w = model.head.weight.detach().reshape(-1).tolist()
+    assert w == pytest.approx([3.0, -0.5, 0.0], abs=1e-9)
+    assert float(model.head.bias.detach()) == pytest.approx(2.0, abs=1e-9)
+    # the head's last Linear when the head is a Sequential ending in one; else a clear error
+    seq = _SizeFeatures(torch.nn.Sequential(torch.nn.Identity(), torch.nn.Linear(3, 1)))
+    assert readout_layer(seq) is seq.head[1]
+    with pytest.raises(MatlangError, match="no linear readout"):
+        readout_layer(_SizeFeatures(torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.ReLU())))
+    # features that are not finite are refused, naming where
+    bad = _SizeFeatures(torch.nn.Linear(3, 1).double(), scale=float("inf"))
+    with pytest.raises(MatlangError, match="not finite on the training graphs"):
+        fit_readout(bad, train, val)

@@ -246,6 +246,36 @@ def test_sentence_gnn_batch_norm_is_affine_in_evaluation() -> None:
         SentenceGNN(3, 2, norm="layer")
 
 
+def test_sentence_gnn_without_activation_is_a_polynomial_with_a_linear_head() -> None:
+    from matlang.compiler.layers.model import SentenceGNN
+
+    b = _batch()
+    x = _x(b, 3).double()
+    torch.manual_seed(0)
+    kw: dict[str, Any] = {"hidden": 8, "norm": None, "activation": None, "head": "linear"}
+    linear = SentenceGNN(3, 2, ["I", "A", "A ⊙ A²"], layers=2, product=False, **kw).double()
+    assert isinstance(linear.head, torch.nn.Linear) and linear.hparams["activation"] is None
+
+    def f(m: torch.nn.Module, t: float) -> torch.Tensor:
+        return m(t * x, b.edge_index, b.batch) - m(0 * x, b.edge_index, b.batch)
+
+    # no activation, no product: linear in the features (a ReLU model is not, on these weights)
+    torch.testing.assert_close(f(linear, 2.0), 2 * f(linear, 1.0))
+    torch.testing.assert_close(f(linear, -1.0), -f(linear, 1.0))
+    relu = SentenceGNN(3, 2, ["I", "A", "A ⊙ A²"], layers=2, product=False, hidden=8, norm=None)
+    relu.load_state_dict({k: v for k, v in linear.state_dict().items() if "head" not in k}, False)
+    assert not torch.allclose(f(relu.double(), -1.0), -f(relu.double(), 1.0))
+    # with the product term and one layer: degree 2, so the third difference vanishes
+    quad = SentenceGNN(3, 2, ["I", "A"], layers=1, product=True, **kw).double()
+    d3 = f(quad, 3.0) - 3 * f(quad, 2.0) + 3 * f(quad, 1.0)
+    torch.testing.assert_close(d3, torch.zeros_like(d3), atol=1e-9, rtol=0)
+    assert not torch.allclose(f(quad, 2.0), 2 * f(quad, 1.0))
+    with pytest.raises(MatlangError, match="activation"):
+        SentenceGNN(3, 2, activation="tanh")
+    with pytest.raises(MatlangError, match="head"):
+        SentenceGNN(3, 2, head="attention")
+
+
 def test_bench_model_sentence_is_a_sentence_gnn_of_the_counting_budget() -> None:
     from benchmarks.paper.models import describe_model, make_model
 
