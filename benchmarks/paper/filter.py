@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,38 @@ class FilterResult:
     model: dict[str, Any]
 
 
+#: ``--arch authors``: per model, the fields of our configuration that give the architecture of
+#: the authors' ``filtering.py`` (read to learn its settings). GNNML3 there: three ``ML3Layer``
+#: with fixed supports (``learnedge=False``), 32 convolution and 16 product channels, the product
+#: ``tanh(x W₅ + b₅) ⊙ tanh(x W₆ + b₆)`` without the ReLU that follows the convolution part
+#: (ours applies it to both parts, as Eq. 8 is written), and one Linear to the output:
+#: 37,489 parameters against the ~30K of our filter configuration (4 layers of 19 + 19 and a
+#: head of 32). The spectral supports are the same in both (normalised Laplacian, 10 bands,
+#: dv = 10, a 5-hop receptive field).
+AUTHORS_ARCH: dict[str, dict[str, Any]] = {
+    "gnnml3": {
+        "layers": 3,
+        "hidden": 32,
+        "product_channels": 16,
+        "product_activation": "tanh",
+        "activate_product": False,
+        "head": [],
+    }
+}
+
+
+def authors_arch(model: str) -> dict[str, Any]:
+    """The configuration fields of ``model`` in the authors' ``filtering.py`` (an error naming
+    the models that have one otherwise)."""
+    arch = AUTHORS_ARCH.get(model.lower())
+    if arch is None:
+        raise MatlangError(
+            f"--arch authors: the authors' filtering architecture of {model!r} is not written "
+            f"here; models with one: {', '.join(AUTHORS_ARCH)}"
+        )
+    return dict(arch)
+
+
 def filter_test(
     grid: Any,
     task: str,
@@ -60,12 +92,14 @@ def filter_test(
     progress: bool = False,
     on_seed: Callable[[FilterResult], None] | None = None,
     device: str = "cpu",
+    options: Mapping[str, Any] | None = None,
 ) -> FilterResult:
     """Table 3's node regression: fit instance ``train``, select on ``val``, R² on ``test``,
     loss and R² on the nodes where the grid's mask is 1; ``on_seed`` gets the result of the
     seeds finished so far, after each one. The models train on ``device`` (``cpu`` or a CUDA
     device as :func:`~benchmarks.paper.distributed.check_device` returns it); the weights
-    start from the seed on the CPU, so every device starts alike."""
+    start from the seed on the CPU, so every device starts alike. ``options`` replace fields of
+    the model's configuration (``--arch authors``: :data:`AUTHORS_ARCH`)."""
     if task not in FILTER_TASKS:
         raise MatlangError(f"unknown filter task {task!r}; known: {', '.join(FILTER_TASKS)}")
     col = FILTER_TASKS[task]
@@ -89,7 +123,9 @@ def filter_test(
 
     runs, info = run_seeds(
         seeds,
-        lambda: make_model(model, 1, 1, protocol="filter", task="node", cache=cache),
+        lambda: make_model(
+            model, 1, 1, protocol="filter", task="node", cache=cache, options=options
+        ),
         tr,
         va,
         squared_error,
@@ -112,6 +148,7 @@ def bench(args: argparse.Namespace) -> int:
     from benchmarks.paper.distributed import check_device, device_label
     from benchmarks.records import ResultFile, result_name
 
+    arch = authors_arch(args.model) if getattr(args, "arch", "ours") == "authors" else {}
     seeds = start(args)
     # before any data is read or file written: a device that cannot train here is refused
     device = check_device(getattr(args, "device", "cpu"))
@@ -122,10 +159,13 @@ def bench(args: argparse.Namespace) -> int:
         "validation loss",
         "node_features": "the input signal",
         **train_record(args),
+        # recorded only for --arch authors: the fields replaced in our model's configuration
+        **({"arch": "authors", "model_options": arch} if arch else {}),
     }
-    out = ResultFile(
-        args, result_name("filter", "twodgrid30", args.task, args.model), config, seeds
+    name = result_name(
+        "filter", "twodgrid30", args.task, args.model, "authors-arch" if arch else None
     )
+    out = ResultFile(args, name, config, seeds)
     grid = datasets.load_twodgrid30()
 
     def record(res: FilterResult) -> dict[str, Any]:
@@ -153,6 +193,7 @@ def bench(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             on_seed=lambda partial: save(record(partial)),
             device=device,
+            options=arch or None,
         )
         per_seed = [r.metric for r in res.runs]
         return record(res), {"median_r2": res.median_r2, "per_seed": per_seed}
@@ -160,4 +201,12 @@ def bench(args: argparse.Namespace) -> int:
     return out.run(run)
 
 
-__all__ = ["FILTER_TASKS", "FilterResult", "bench", "filter_test", "r2_score"]
+__all__ = [
+    "AUTHORS_ARCH",
+    "FILTER_TASKS",
+    "FilterResult",
+    "authors_arch",
+    "bench",
+    "filter_test",
+    "r2_score",
+]

@@ -225,9 +225,13 @@ def row_label(r: Result) -> str:
     return TABLE2_VARIANT_ROWS.get((r.model, variant)) or MODEL_LABEL.get(r.model, r.model)
 
 
+#: Table 3's rows from ``bench filter --arch authors`` files (``….authors-arch.json``).
+TABLE3_ARCH_LABEL = "{} (authors' `filtering.py` architecture)"
+
+
 def table2_variant_rows(folder: str | Path) -> list[Result]:
     """The result files of :data:`TABLE2_VARIANT_ROWS` in ``folder`` (:func:`row_label`
-    names their rows)."""
+    names their rows), and Table 3's ``--arch authors`` files."""
     out = []
     for path in sorted(Path(folder).glob("count-*.json")):
         for model, variant in TABLE2_VARIANT_ROWS:
@@ -235,6 +239,10 @@ def table2_variant_rows(folder: str | Path) -> list[Result]:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 if data.get("model") == model and data.get("config", {}).get("variant") == variant:
                     out.append(Result(path, data))
+    for path in sorted(Path(folder).glob("filter-*.authors-arch.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("bench") == "filter" and data.get("config", {}).get("arch") == "authors":
+            out.append(Result(path, data))
     return out
 
 
@@ -267,24 +275,32 @@ def table2(
     return "\n".join(lines), used
 
 
-def table3(results: Sequence[Result]) -> tuple[str, list[Result]]:
-    """Markdown for Table 3 (the planar-graph classification is not reproduced)."""
+def table3(
+    results: Sequence[Result], variant_rows: Sequence[Result] = ()
+) -> tuple[str, list[Result]]:
+    """Markdown for Table 3 (the planar-graph classification is not reproduced); a model's
+    ``--arch authors`` files in ``variant_rows`` are a row after its own."""
     used: list[Result] = []
     lines = [
         "| Model | Low-pass | High-pass | Band-pass | Classify |",
         "|---|---|---|---|---|",
     ]
+    arch = [r for r in variant_rows if r.bench == "filter"]
     for m in _models(results, ("filter",)):
         paper = PAPER_TABLE3.get(m)
-        cells = []
-        for k, task in enumerate(TABLE3_TASKS):
-            r = _find(results, "filter", m, task=task)
-            if r:
-                used.append(r)
-            ours = _marked(_r2(r.data["median_r2"]), r.data) if r else "–"
-            cells.append(_cell(ours, _r2(paper[k]) if paper else "–"))
-        cells.append(_cell("–", _pct(paper[3]) if paper else "–"))
-        lines.append(f"| {MODEL_LABEL.get(m, m)} | " + " | ".join(cells) + " |")
+        rows = [(MODEL_LABEL.get(m, m), [r for r in results if r.model == m])]
+        if any(r.model == m for r in arch):
+            rows.append((TABLE3_ARCH_LABEL.format(rows[0][0]), [r for r in arch if r.model == m]))
+        for label, files in rows:
+            cells = []
+            for k, task in enumerate(TABLE3_TASKS):
+                r = _find(files, "filter", m, task=task)
+                if r:
+                    used.append(r)
+                ours = _marked(_r2(r.data["median_r2"]), r.data) if r else "–"
+                cells.append(_cell(ours, _r2(paper[k]) if paper else "–"))
+            cells.append(_cell("–", _pct(paper[3]) if paper else "–"))
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines), used
 
 
@@ -452,7 +468,7 @@ def render(
         "`filtering.py` trains 2,000 epochs; the cells' notes say what ours are.",
         "",
     ]
-    md, used = table3(results)
+    md, used = table3(results, variant_rows)
     out += [md, "", _notes(used), ""]
     if "table3" in plots:
         out += [f"![Table 3]({plots['table3']})", ""]

@@ -148,6 +148,14 @@ def register(sub: Any) -> None:
     _common(flt, seeds=1)
     _training(flt, epochs=200, batch_size=1)
     _device(flt, "the model and the grid move there")
+    flt.add_argument(
+        "--arch",
+        choices=("ours", "authors"),
+        default="ours",
+        help="ours (default: the ~30K-parameter configuration of every model) or authors: the "
+        "architecture of the authors' filtering.py (GNNML3: 3 layers of 32 + 16 channels, "
+        "tanh · tanh products, a linear output; file tag authors-arch)",
+    )
     flt.set_defaults(func=_protocol("filter"), dataset="twodgrid30")
 
     tu = bsub.add_parser("tu", help="appendix: TU datasets, 10-fold accuracy")

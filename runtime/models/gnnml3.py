@@ -184,6 +184,10 @@ class GNNML3Conv(nn.Module):
         product_bias: biases in ``mlp_5`` and ``mlp_6``.
         activation: ``σ`` (name or callable).
         product_activation: the activation inside ``mlp_5`` and ``mlp_6``.
+        activate_product: apply ``σ`` to the product part too (default: Eq. 8 as the paper
+            writes it, ``σ`` over the concatenation); ``False``: ``σ`` on the convolution part
+            only, the product part as it is (the authors' ``ML3Layer``: ``relu(conv) ‖
+            tanh(·) ⊙ tanh(·)``, whose products may be negative).
         support_mlp: the form of Eq. 7's MLPs. ``"sigmoid"``: ``mlp_1 … mlp_3`` are linear
             layers with biases and sigmoids, ``mlp_4`` a linear layer with a bias and a ReLU.
             ``"authors"`` (the authors' ``ML3Layer``): bias-free layers, ``mlp_1`` a ReLU,
@@ -216,6 +220,7 @@ class GNNML3Conv(nn.Module):
         product_bias: bool = True,
         activation: Activation = "relu",
         product_activation: Activation = "identity",
+        activate_product: bool = True,
         local_supports: bool = False,
         support_mlp: str = "authors",
     ) -> None:
@@ -258,6 +263,7 @@ class GNNML3Conv(nn.Module):
                 self.bias6 = nn.Parameter(torch.zeros(p))
         glorot(self.weight)
         self.activation, self.product_activation = activation, product_activation
+        self.activate_product = activate_product
         self.local_supports = local_supports
         self._act = resolve_activation(activation)
         self._prod_act = resolve_activation(product_activation)
@@ -370,6 +376,8 @@ class GNNML3Conv(nn.Module):
         if self.bias5 is not None and self.bias6 is not None:
             left, right = left + self.bias5, right + self.bias6
         prod = self._prod_act(left) * self._prod_act(right)
+        if not self.activate_product:
+            return torch.cat([self._act(conv), prod], dim=-1)
         return self._act(torch.cat([conv, prod], dim=-1))
 
     def extra_repr(self) -> str:
@@ -395,6 +403,11 @@ class GNNML3Config(ModelConfig):
         support_mlp: the form of Eq. 7's MLPs, see :class:`GNNML3Conv` (``"authors"``, the
             default, is what the authors' scripts run; ``"sigmoid"`` what this project ran
             before issue 34's round 5).
+        product_activation: the activation inside ``mlp_5`` and ``mlp_6`` (see
+            :class:`GNNML3Conv`): ``"identity"`` (default: the product term is GNNML1's) or
+            ``"tanh"`` (the authors' ``ML3Layer``: ``tanh(x W₅ + b₅) ⊙ tanh(x W₆ + b₆)``).
+        activate_product: the layer's ReLU over the product part too (default, Eq. 8 as
+            written), or over the convolution part only (``False``: the authors' ``ML3Layer``).
         support: the initial supports ``C'`` (Algorithm 1; paper: normalised Laplacian,
             b = 5, 3/5/10 bands, ``M = A + I``). A mapping given to
             :func:`~runtime.models.resolve_config` may name its fields directly.
@@ -404,12 +417,15 @@ class GNNML3Config(ModelConfig):
     learn_supports: bool = True
     local_supports: bool = False
     support_mlp: str = "authors"
+    product_activation: str = "identity"
+    activate_product: bool = True
     support: SupportConfig = field(default_factory=SupportConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.product_channels < 0:
             raise MatlangError(f"product_channels must be ≥ 0, got {self.product_channels}")
+        resolve_activation(self.product_activation)  # an unknown name: an error naming them
         if not isinstance(self.support, SupportConfig):
             raise MatlangError(
                 f"support must be a SupportConfig, got {type(self.support).__name__}"
@@ -452,6 +468,8 @@ class GNNML3(GraphModel):
             learn_supports=cfg.learn_supports,
             local_supports=cfg.local_supports,
             support_mlp=cfg.support_mlp,
+            product_activation=cfg.product_activation,
+            activate_product=cfg.activate_product,
         )
 
     def supports(self, batch: Batch, dtype: torch.dtype | None = None) -> Supports:
