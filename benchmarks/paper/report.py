@@ -33,6 +33,7 @@ from benchmarks.paper.report_flags import (
     TABLE2_DATASET_NOTE,
     deviations,
     provenance_summary,
+    training_note,
     tu_flags,
 )
 from benchmarks.records import result_name
@@ -151,12 +152,7 @@ def _run_note(r: Result) -> str:
     seeds = d.get("seeds", [])
     bits = [f"`{r.path.name}`", f"{len(seeds)} seed(s)"]
     if "epochs_max" in cfg:
-        runs, plateau = d.get("runs", []), " halved on plateaus" * bool(cfg.get("lr_schedule"))
-        ran = sorted({x.get("epochs_run") for x in runs})
-        bits.append(
-            f"≤ {cfg['epochs_max']} epochs (ran {', '.join(str(x) for x in ran)}), "
-            f"batch {cfg.get('batch_size')}, lr {cfg.get('lr')}{plateau}"
-        )
+        bits.append(training_note(cfg, d.get("runs", [])))
     if cfg.get("limit"):
         bits.append(f"limit {cfg['limit']}")
     stacked = [x.get("seed") for x in d.get("runs", []) if x.get("stacked_seeds")]

@@ -194,6 +194,24 @@ def provenance_summary(records: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def training_note(cfg: dict[str, Any], runs: Sequence[dict[str, Any]]) -> str:
+    """How a file's seeds trained: the epoch budget, the epochs run, batch and learning rate —
+    or, for a model whose readout was fitted by least squares without gradient steps
+    (``sentence-lstsq``), that fit and the ridge strengths the validation chose."""
+    ran = sorted({x.get("epochs_run") for x in runs})
+    ridges = sorted({x["readout"].get("ridge") for x in runs if x.get("readout")})
+    if ridges and ran == [0]:
+        return (
+            "no gradient steps: the layers at their seeded weights, the readout fitted by "
+            f"least squares (ridge {', '.join(f'{r:g}' for r in ridges)}, chosen on validation)"
+        )
+    plateau = " halved on plateaus" * bool(cfg.get("lr_schedule"))
+    return (
+        f"≤ {cfg['epochs_max']} epochs (ran {', '.join(str(x) for x in ran)}), "
+        f"batch {cfg.get('batch_size')}, lr {cfg.get('lr')}{plateau}"
+    )
+
+
 __all__ = [
     "MODEL_LABEL",
     "MARK_DEVIATES",
@@ -203,5 +221,6 @@ __all__ = [
     "deviations",
     "gnnml3_basis",
     "provenance_summary",
+    "training_note",
     "tu_flags",
 ]

@@ -162,3 +162,36 @@ def test_least_squares_sentence_model_refusals() -> None:
 
     with pytest.raises(MatlangError, match="trains in bench count only"):
         make_model("sentence-lstsq", 3, 2, protocol="filter", task="node")
+
+
+def test_report_says_how_the_least_squares_model_was_fitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], small_paperlike: None
+) -> None:
+    from benchmarks.paper.report import load_results, render
+
+    argv = ["bench", "count", "--task", "pattern:C5", "--model", "sentence-lstsq"]
+    argv += ["--dataset", "paperlike", "--seeds", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main([*argv, "--allow-dirty"]) == 0
+    capsys.readouterr()
+    record = json.loads((tmp_path / "count-paperlike-pattern-C5-sentence-lstsq.json").read_text())
+    assert record["config"]["epochs_max"] == 0 and record["runs"][0]["epochs_run"] == 0
+    readout = record["runs"][0]["readout"]
+    assert readout["features"] == 256 and readout["ridge"] in (
+        0.0,
+        1e-10,
+        1e-8,
+        1e-6,
+        1e-4,
+        1e-2,
+        1.0,
+    )
+    text = render(load_results(tmp_path))
+    text = text[text.index("## Counting beyond the paper") :]
+    row = next(line for line in text.splitlines() if line.startswith("| sentence-lstsq |"))
+    assert float(row.split(" | ")[1].rstrip("†‡§ |")) == pytest.approx(
+        record["median_test_mse"], rel=0.01
+    )
+    note = next(line for line in text.splitlines() if line.startswith("- sentence-lstsq:"))
+    ridge = f"{readout['ridge']:g}"
+    fitted = "no gradient steps: the layers at their seeded weights, the readout fitted by "
+    assert f"{fitted}least squares (ridge {ridge}, chosen on validation)" in note
