@@ -33,7 +33,7 @@ from benchmarks.paper.report_flags import (
     TABLE2_DATASET_NOTE,
     deviations,
     provenance_summary,
-    training_note,
+    run_note,
     tu_flags,
 )
 from benchmarks.records import result_name
@@ -135,47 +135,6 @@ def _cell(ours: str, paper: str) -> str:
     return f"{ours} / {paper}"
 
 
-def _seed_ranges(seeds: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
-    runs: list[list[int]] = []  # [first, last] of each run of consecutive seeds
-    for s in sorted(seeds):
-        if runs and runs[-1][1] == s - 1:
-            runs[-1][1] = s
-        else:
-            runs.append([s, s])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
-
-
-def _run_note(r: Result) -> str:
-    d = r.data
-    cfg = d.get("config", {})
-    seeds = d.get("seeds", [])
-    bits = [f"`{r.path.name}`", f"{len(seeds)} seed(s)"]
-    if "epochs_max" in cfg:
-        bits.append(training_note(cfg, d.get("runs", [])))
-    if cfg.get("limit"):
-        bits.append(f"limit {cfg['limit']}")
-    stacked = [x.get("seed") for x in d.get("runs", []) if x.get("stacked_seeds")]
-    if stacked:
-        bits.append(f"seed(s) {_seed_ranges(stacked)} trained stacked (`--stack-seeds`)")
-    if d.get("partial"):
-        bits.append(f"**partial** (seeds {d['partial'].get('missing_seeds')} missing)")
-    t = d.get("targets", {})
-    if t.get("file_label") is not None:
-        bits.append(f"{t.get('file_label_disagreements')} disagreement(s) with `{t['file_label']}`")
-    earlier = d.get("earlier", [])  # runs `--append` merged into this file
-    wall = d.get("wall_seconds") or 0
-    wall += sum(e.get("wall_seconds") or 0 for e in earlier)
-    bits.append(f"{wall:.0f} s" + (f" over {len(earlier) + 1} runs" if earlier else ""))
-    devices = sorted({str(x["device"]) for x in d.get("runs", []) if x.get("device")})
-    if devices and devices != ["cpu"]:  # a run on a GPU (or a mix) says which
-        bits.append("trained on " + " and ".join(devices))
-    marks, differs = deviations(d)
-    if differs:
-        bits.append(f"**{marks}** " + "; ".join(differs))
-    return "; ".join(bits)
-
-
 def _marked(text: str, data: dict[str, Any] | None) -> str:
     return text + (deviations(data)[0] if data is not None else "")
 
@@ -242,6 +201,28 @@ def table2_variant_rows(folder: str | Path) -> list[Result]:
     return out
 
 
+def _row_cells(
+    files: Sequence[Result],
+    bench: str,
+    model: str,
+    tasks: Sequence[str],
+    key: str,
+    fmt: Any,
+    paper: Sequence[float] | None,
+    used: list[Result],
+) -> list[str]:
+    """A row's cells, ours (``key`` of the file of each task, marked) / the paper's; the files
+    found join ``used``."""
+    cells = []
+    for k, task in enumerate(tasks):
+        r = _find(files, bench, model, task=task)
+        if r:
+            used.append(r)
+        ours = _marked(fmt(r.data[key]), r.data) if r else "–"
+        cells.append(_cell(ours, fmt(paper[k]) if paper else "–"))
+    return cells
+
+
 def table2(
     results: Sequence[Result], dataset: str, variant_rows: Sequence[Result] = ()
 ) -> tuple[str, list[Result]]:
@@ -260,13 +241,9 @@ def table2(
             if model == m and any(row_label(r) == label for r in extra)
         ]
         for label, files in rows:
-            cells = []
-            for k, task in enumerate(TABLE2_TASKS):
-                r = _find(files, "count", m, task=task)
-                if r:
-                    used.append(r)
-                ours = _marked(_sci(r.data["median_test_mse"]), r.data) if r else "–"
-                cells.append(_cell(ours, _sci(paper[k]) if paper else "–"))
+            cells = _row_cells(
+                files, "count", m, TABLE2_TASKS, "median_test_mse", _sci, paper, used
+            )
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines), used
 
@@ -288,13 +265,7 @@ def table3(
         if any(r.model == m for r in arch):
             rows.append((TABLE3_ARCH_LABEL.format(rows[0][0]), [r for r in arch if r.model == m]))
         for label, files in rows:
-            cells = []
-            for k, task in enumerate(TABLE3_TASKS):
-                r = _find(files, "filter", m, task=task)
-                if r:
-                    used.append(r)
-                ours = _marked(_r2(r.data["median_r2"]), r.data) if r else "–"
-                cells.append(_cell(ours, _r2(paper[k]) if paper else "–"))
+            cells = _row_cells(files, "filter", m, TABLE3_TASKS, "median_r2", _r2, paper, used)
             cells.append(_cell("–", _pct(paper[3]) if paper else "–"))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines), used
@@ -402,7 +373,7 @@ def _plot_table3(results: Sequence[Result], path: Path) -> bool:
 def _notes(used: Sequence[Result]) -> str:
     if not used:
         return "_No result files for this table yet._"
-    return "\n".join(f"- {row_label(r)}: {_run_note(r)}" for r in used)
+    return "\n".join(f"- {row_label(r)}: {run_note(r.path.name, r.data)}" for r in used)
 
 
 def render(

@@ -198,7 +198,7 @@ def training_note(cfg: dict[str, Any], runs: Sequence[dict[str, Any]]) -> str:
     """How a file's seeds trained: the epoch budget, the epochs run, batch and learning rate —
     or, for a model whose readout was fitted by least squares without gradient steps
     (``sentence-lstsq``), that fit and the ridge strengths the validation chose."""
-    ran = sorted({x.get("epochs_run") for x in runs})
+    ran = sorted({int(x["epochs_run"]) for x in runs if x.get("epochs_run") is not None})
     ridges = sorted({x["readout"].get("ridge") for x in runs if x.get("readout")})
     if ridges and ran == [0]:
         return (
@@ -212,6 +212,48 @@ def training_note(cfg: dict[str, Any], runs: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def seed_ranges(seeds: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive seeds
+    for s in sorted(seeds):
+        if runs and runs[-1][1] == s - 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+
+
+def run_note(name: str, d: dict[str, Any]) -> str:
+    """The note under a table for the result file ``name`` holding ``d``: seeds, how they
+    trained, limits, stacking, partial seeds, label checks, wall time, device, deviations."""
+    cfg = d.get("config", {})
+    seeds = d.get("seeds", [])
+    bits = [f"`{name}`", f"{len(seeds)} seed(s)"]
+    if "epochs_max" in cfg:
+        bits.append(training_note(cfg, d.get("runs", [])))
+    if cfg.get("limit"):
+        bits.append(f"limit {cfg['limit']}")
+    stacked = [x.get("seed") for x in d.get("runs", []) if x.get("stacked_seeds")]
+    if stacked:
+        bits.append(f"seed(s) {seed_ranges(stacked)} trained stacked (`--stack-seeds`)")
+    if d.get("partial"):
+        bits.append(f"**partial** (seeds {d['partial'].get('missing_seeds')} missing)")
+    t = d.get("targets", {})
+    if t.get("file_label") is not None:
+        bits.append(f"{t.get('file_label_disagreements')} disagreement(s) with `{t['file_label']}`")
+    earlier = d.get("earlier", [])  # runs `--append` merged into this file
+    wall = d.get("wall_seconds") or 0
+    wall += sum(e.get("wall_seconds") or 0 for e in earlier)
+    bits.append(f"{wall:.0f} s" + (f" over {len(earlier) + 1} runs" if earlier else ""))
+    devices = sorted({str(x["device"]) for x in d.get("runs", []) if x.get("device")})
+    if devices and devices != ["cpu"]:  # a run on a GPU (or a mix) says which
+        bits.append("trained on " + " and ".join(devices))
+    marks, differs = deviations(d)
+    if differs:
+        bits.append(f"**{marks}** " + "; ".join(differs))
+    return "; ".join(bits)
+
+
 __all__ = [
     "MODEL_LABEL",
     "MARK_DEVIATES",
@@ -221,6 +263,8 @@ __all__ = [
     "deviations",
     "gnnml3_basis",
     "provenance_summary",
+    "run_note",
+    "seed_ranges",
     "training_note",
     "tu_flags",
 ]

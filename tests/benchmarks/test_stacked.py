@@ -210,7 +210,8 @@ def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
 ) -> None:
     from matlang.runtime import generators
 
-    from benchmarks.paper.report import TABLE2_TASKS, _seed_ranges, write_report
+    from benchmarks.paper.report import TABLE2_TASKS, write_report
+    from benchmarks.paper.report_flags import seed_ranges as _seed_ranges
 
     assert _seed_ranges([5, 0, 1, 2, 7, 8]) == "0–2, 5, 7–8"
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())
