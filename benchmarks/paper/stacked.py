@@ -109,6 +109,10 @@ def check_stackable(model: nn.Module) -> GNNML3:
                 any(c.product_activation != "identity" for c in model.convs),
                 "an identity product activation",
             ),
+            (
+                any(not c.activate_product for c in model.convs),
+                "the layer's ReLU over the product part too",
+            ),
         )
         if bad
     ]

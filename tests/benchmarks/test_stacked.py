@@ -133,6 +133,9 @@ def test_stacking_refuses_what_it_does_not_compute() -> None:
         run_seeds_stacked([0, 1], gin, data, data, data, cfg)
     with pytest.raises(MatlangError, match="no dropout"):
         run_seeds_stacked([0], _build(dropout=0.5), data, data, data, cfg)
+    authors = _build(product_activation="tanh", activate_product=False)
+    with pytest.raises(MatlangError, match="identity product activation, the layer's ReLU"):
+        run_seeds_stacked([0], authors, data, data, data, cfg)
     big = GraphSet(counting_features([erdos_renyi(MAX_NODES + 1, 0.1, seed=0)]), torch.ones(1, 1))
     with pytest.raises(MatlangError, match="small graphs"):
         run_seeds_stacked([0], _build(), big, big, big, cfg)
