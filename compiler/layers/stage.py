@@ -75,9 +75,9 @@ class Stage:
     #: how often the graph constants were computed (not served from the memo)
     computed: int = 0
     _symmetric: bool | None = field(init=False, default=None)
-    #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`)
-    #: and its compiled sentences' constants per graph (``None``: supports computed on every
-    #: new batch, as a benchmark's baseline)
+    #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`;
+    #: its compiled sentences keep no cache of their own, so a new graph is filed once);
+    #: ``None``: supports computed on every new batch, as a benchmark's baseline
     cache: PreprocessCache | None = field(init=False, default_factory=PreprocessCache)
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
 
@@ -125,7 +125,9 @@ class Stage:
                 dtype=dtype,
                 dense=self.spec.get("dense", False),
                 validate=False,
-                cache=self.cache if self.cache is not None else False,
+                # the stage files its supports per graph (support_cache); the module filing
+                # each graph's constants as well would store every new graph twice
+                cache=False,
             )
             for p in m.parameters():  # a sentence's literals stay what they are
                 p.requires_grad_(False)
