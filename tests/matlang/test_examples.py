@@ -51,3 +51,16 @@ def test_script_prints_the_paper_values(capsys: pytest.CaptureFixture[str]) -> N
     ]  # fmt: skip
     assert "ChebNet C2 on decalin: lambda_max = 2, 1'C2 1 = -9.9327" in out
     assert "ChebNet C2 on bicyclopentyl: lambda_max = 1.8418, 1'C2 1 = -9.9269" in out
+
+
+def test_learn_a_pattern_count_fits_c5_where_1wl_supports_cannot(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # C5 is beyond 1-WL (L2): on the masked matrices of its rooted sentence the polynomial
+    # layers' least-squares readout is exact to rounding; on I, A it is not
+    out = load_example("learn_a_pattern_count").main(
+        ["--pattern", "C5", "--graphs", "240", "--hidden", "32"]
+    )
+    assert out["pattern's supports"] < 1e-8
+    assert out["I, A"] > 1e-3
+    assert "C5: fragment L2" in capsys.readouterr().out
