@@ -443,12 +443,10 @@ def fit_readout(
     n, d = zt.shape
     best: tuple[float, float, Tensor] | None = None
     for lam in ridges:
-        lhs = torch.cat([zt, math.sqrt(lam * n) * torch.eye(d, dtype=zt.dtype)]) if lam else zt
-        rhs = (
-            torch.cat([yt - y_mean, torch.zeros(d, yt.shape[1], dtype=yt.dtype)])
-            if lam
-            else (yt - y_mean)
-        )
+        lhs, rhs = zt, yt - y_mean
+        if lam:  # the ridge as d extra rows: ‖X w − y‖² + λ·n‖w‖²
+            lhs = torch.cat([lhs, math.sqrt(lam * n) * torch.eye(d, dtype=zt.dtype)])
+            rhs = torch.cat([rhs, torch.zeros(d, yt.shape[1], dtype=yt.dtype)])
         w = torch.linalg.lstsq(lhs, rhs, driver="gelsd").solution
         err = float(((zv @ w + y_mean - yv) ** 2).mean())
         if best is None or err < best[0]:
