@@ -334,6 +334,9 @@ class Mask:
         structure): a binary search inside each one's row, all at once, in O(k) memory and
         O(k log max_row) time — not a search in the structure's keys, which would hold an
         E-long array (80 MB at E = 10⁷) for a handful of entries."""
+        found = _sample_offsets(self, rows, cols)
+        if found is not None:
+            return found
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
         lo = self.indptr[rows]
@@ -378,6 +381,31 @@ class Mask:
     def keys(self) -> np.ndarray:
         """Row-major keys ``i·n + j`` of the structure (sorted)."""
         return self.base_rows * self.n + self.indices
+
+
+def _sample_offsets(mask: Mask, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    """:meth:`Mask.positions` by scipy's ``csr_sample_offsets`` kernel (the one behind
+    ``csr[rows, cols]``: a scan of each short row, a binary search of a long one), ~8× fewer
+    µs than the vectorised search for a thousand entries; ``None`` where the private kernel is
+    not there or refuses the arrays (the caller searches itself). Every entry must be stored:
+    an offset of -1 (not found) is an internal error, never a silently wrong place."""
+    try:
+        from scipy.sparse._sparsetools import csr_sample_offsets
+    except ImportError:  # pragma: no cover - a scipy without its private kernels
+        return None
+    itype = mask.indices.dtype
+    if mask.indptr.dtype != itype:
+        return None
+    r = np.ascontiguousarray(rows, dtype=itype)
+    c = np.ascontiguousarray(cols, dtype=itype)
+    out = np.empty(r.size, dtype=itype)
+    try:
+        csr_sample_offsets(mask.n, mask.n, mask.indptr, mask.indices, r.size, r, c, out)
+    except (TypeError, ValueError):  # pragma: no cover - a signature we do not know
+        return None
+    if out.size and out.min() < 0:
+        raise EvaluationError("internal: a product entry outside its mask's structure")
+    return out
 
 
 # --------------------------------------------------------------------------- kernels
@@ -473,7 +501,7 @@ class Kernels:
                 return values
         gb = _gb()
         exact_obj = values.dtype == object
-        vals, den = (_common_denominator(values) if exact_obj else (values, 1))
+        vals, den = _common_denominator(values) if exact_obj else (values, 1)
         m = src.matrix(vals)
         target = dst.flip() if dst.transposed else dst
         read = m.T if dst.transposed else m

@@ -4,6 +4,7 @@ the graphs before it) and iso values read on a flipped mask are spread over its 
 from __future__ import annotations
 
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -113,6 +114,7 @@ def test_entry_positions_and_matvec_against_dense(seed: int) -> None:
     """``Mask.positions`` (a binary search inside each row) equals the search in the sorted
     keys, and the scipy-kernel ``M h`` / ``Mᵀ h`` on a mask's own arrays equals the dense
     product, integers exactly, transposed masks included."""
+    from matlang.runtime import graphblas
     from matlang.runtime.graphblas import Kernels, Mask
 
     rng = np.random.default_rng(seed)
@@ -126,6 +128,10 @@ def test_entry_positions_and_matvec_against_dense(seed: int) -> None:
     assert np.array_equal(got, pick)
     assert np.array_equal(got, np.searchsorted(mask.keys, mask.keys[pick]))
     assert mask.positions(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+    # the same places by the vectorised search, where scipy's kernel is not there
+    with mock.patch.object(graphblas, "_sample_offsets", lambda *a: None):
+        assert np.array_equal(mask.positions(mask.base_rows[pick], mask.indices[pick]), pick)
+        assert mask.positions(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
     vals = dense[rows, cols].astype(np.int64)
     h = rng.integers(-3, 4, n).astype(np.int64)
     kern = Kernels(n, np.array([0, n]), np.zeros(n, dtype=np.int64), exact=True)
@@ -141,3 +147,24 @@ def test_entry_positions_and_matvec_against_dense(seed: int) -> None:
     one = np.array(1, dtype=np.int64)
     assert kern.mul(one, vals) is vals and kern.mul(vals, one) is vals  # 1 ⊙ M: no copy
     assert np.array_equal(kern.mul(np.array(2), vals), 2 * vals)
+
+
+def test_entry_positions_in_long_rows_and_outside_the_structure() -> None:
+    """Rows long enough for scipy's kernel to search instead of scan (a dense row of 3,000
+    entries among short ones) give the same places as the sorted keys; an entry the structure
+    does not hold is an internal error, never a place read as -1 (the last entry)."""
+    from matlang.errors import EvaluationError
+    from matlang.runtime.graphblas import Mask
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    rows = np.concatenate([np.zeros(n, np.int64), rng.integers(1, n, 4000)])
+    cols = np.concatenate([np.arange(n), rng.integers(0, n, 4000)])
+    keys = np.unique(rows * n + cols)
+    mask = Mask.from_sorted_coo(n, keys // n, keys % n)
+    pick = np.sort(rng.choice(mask.nnz, size=2000, replace=False))
+    got = mask.positions(mask.base_rows[pick], mask.indices[pick])
+    assert np.array_equal(got, pick)
+    absent = np.setdiff1d(np.arange(n * n), keys)[:1]
+    with pytest.raises(EvaluationError, match="outside its mask"):
+        mask.positions(absent // n, absent % n)
