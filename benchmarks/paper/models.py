@@ -106,15 +106,19 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
             "product_channels": 23,
         }
     },
-    # the authors' filtering script: a wide receptive field (recfield=5) and the initial
-    # supports used as they are (learnedge=False). Eq. 7's learned supports would weigh the
-    # whole 5-hop ball (sigmoid(0) = ½) and blow up (~1e5); see GNNML3Conv's local_supports.
+    # the authors' filtering script: a wide receptive field and the initial supports used as
+    # they are (learnedge=False). Their ``recfield=r`` is not r hops: ``SpectralDesign`` starts
+    # from M = A + I and squares it r - 1 times, so recfield=5 is (A + I)^16 > 0, 16 hops
+    # (recfield 1 and 2, every other script's, agree with r hops). At 5 hops 8–15 % of each band
+    # kernel's norm on the 30 × 30 grid falls outside the mask; at 16, < 3e-4
+    # (tests/benchmarks/test_fidelity.py). Eq. 7's learned supports would weigh the whole ball
+    # (sigmoid(0) = ½) and blow up (~1e5); see GNNML3Conv's local_supports.
     "filter": {
         "gnnml3": {
             "basis": PAPER_BASIS["filter"],
             "bandwidth": 10.0,
             "num_bands": 10,
-            "receptive_field": 5,
+            "receptive_field": 16,
             "learn_supports": False,
             "hidden": 19,
             "product_channels": 19,

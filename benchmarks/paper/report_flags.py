@@ -47,6 +47,23 @@ def gnnml3_basis(data: dict[str, Any]) -> str | None:
     return "adjacency"
 
 
+#: GNNML3's receptive field (hops) in the authors' script of each bench where it is not 1:
+#: ``filtering.py``'s ``recfield=5`` is ``(A + I)^16 > 0`` (``benchmarks.paper.models``).
+GNNML3_HOPS = {"filter": 16}
+
+
+def gnnml3_receptive_field(data: dict[str, Any]) -> int | None:
+    """The receptive field (hops) of a GNNML3 result file's supports (``None``: not GNNML3 or
+    not recorded)."""
+    if data.get("model") != "gnnml3":
+        return None
+    cfg = (data.get("model_info") or {}).get("config")
+    if not isinstance(cfg, dict):
+        return None
+    hops = cfg.get("support", cfg).get("receptive_field")
+    return None if hops is None else int(hops)
+
+
 def gnnml3_support_mlp(data: dict[str, Any]) -> str | None:
     """The form of Eq. 7's MLPs a GNNML3 result file's model used (``None``: not GNNML3, or
     supports not learned): its recorded ``support_mlp``; files that record none ran the
@@ -98,6 +115,13 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             f"GNNML3 on the {basis} spectrum ({params:,} parameters) where the paper uses the "
             f"{want.replace('_', ' ')}: run before issue 34; the paper's configuration is now "
             "the default and has not run yet"
+        )
+    hops, want_hops = gnnml3_receptive_field(data), GNNML3_HOPS.get(bench)
+    if hops is not None and want_hops is not None and hops != want_hops:
+        bits.append(
+            f"GNNML3's supports on a {hops}-hop mask where the authors' script has "
+            f"{want_hops} hops (their recfield=5 squares A + I four times): run before the "
+            "fix; the authors' mask is now the default and has not run for this cell"
         )
     if gnnml3_support_mlp(data) == "sigmoid":
         bits.append(

@@ -8,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -20,6 +21,7 @@ from benchmarks.paper.models import (  # noqa: E402
 )
 from benchmarks.paper.tu_protocols import AUTHORS_ARCH  # noqa: E402
 from matlang.errors import MatlangError  # noqa: E402
+from matlang.graphs import Graph  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -355,6 +357,28 @@ def test_report_flags_gnnml3_files_run_with_eq7_sigmoids() -> None:
     assert not any(flag in b for b in deviations(rec("gnnml3-sigmoid"))[1])  # the named variant
 
 
+def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
+    """A Table 3 GNNML3 file recorded with the 5-hop mask (before the authors' recfield=5 was
+    read as 16 hops) is flagged; one on the protocol's mask is not."""
+    from benchmarks.paper.report_flags import GNNML3_HOPS, deviations
+
+    assert GNNML3_HOPS["filter"] == model_configuration("gnnml3", "filter").support.receptive_field
+
+    def rec(hops: int) -> dict:  # type: ignore[type-arg]
+        support = {"basis": "normalized_laplacian", "receptive_field": hops}
+        return {
+            "bench": "filter",
+            "model": "gnnml3",
+            "seeds": list(range(10)),
+            "config": {"epochs_max": 2000},
+            "model_info": {"config": {"support": support, "learn_supports": False}},
+        }
+
+    marks, bits = deviations(rec(5))
+    assert marks == "†" and any("5-hop mask where the authors' script has 16" in b for b in bits)
+    assert deviations(rec(16)) == ("", [])
+
+
 def test_brec_table_splits_exact_rows_from_trained_models() -> None:
     from benchmarks.paper.brec import PUBLISHED, table
 
@@ -394,3 +418,57 @@ def test_every_bench_takes_allow_dirty(argv: list[str]) -> None:
     parser = build_parser()
     assert parser.parse_args(argv).allow_dirty is False
     assert parser.parse_args([*argv, "--allow-dirty"]).allow_dirty is True
+
+
+def _authors_filter_supports(a: np.ndarray, recfield: int, dv: float, nfreq: int) -> np.ndarray:
+    """The supports of the authors' ``SpectralDesign`` (``libs/utils.py``, read to learn it) as
+    ``filtering.py`` calls it: M = A + I squared ``recfield - 1`` times, the normalised
+    Laplacian's eigendecomposition, ``nfreq`` Gaussian bands over ``[λmin, λmax]`` masked by M,
+    then the identity: ``(nfreq + 1, n, n)``."""
+    n = a.shape[0]
+    m = a + np.eye(n)
+    for _ in range(1, recfield):
+        m = m @ m
+    m = m > 0
+    d = a.sum(0)
+    dis = 1 / np.sqrt(d)
+    lap = np.eye(n) - (a * dis).T * dis
+    lam, u = np.linalg.eigh(lap)
+    lam[lam < 0] = 0
+    sp = np.zeros((nfreq + 1, n, n))
+    for i, c in enumerate(np.linspace(lam.min(), lam.max(), nfreq)):
+        sp[i] = m * ((u * np.exp(-dv * (lam - c) ** 2)) @ u.T)
+    sp[nfreq] = np.eye(n)
+    return sp
+
+
+def test_filter_supports_are_the_authors_recfield_5() -> None:
+    """Table 3's GNNML3 supports equal the authors' ``SpectralDesign(recfield=5, dv=10,
+    nfreq=10)`` on the 30 × 30 grid entry for entry: ``recfield=5`` squares ``A + I`` four
+    times, a 16-hop mask, not 5 hops (which cut 8-15 % of each band kernel's norm)."""
+    from matlang.runtime.preprocess import gnnml3_supports, receptive_field_pattern
+
+    side = 30
+    idx = np.arange(side * side).reshape(side, side)
+    rows = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    cols = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    a = np.zeros((side * side, side * side))
+    a[rows, cols] = a[cols, rows] = 1
+    graph = Graph(a.astype(np.int64))
+    ref = _authors_filter_supports(a, recfield=5, dv=10.0, nfreq=10)
+
+    cfg = model_configuration("gnnml3", "filter").support
+    assert cfg.receptive_field == 16 and cfg.num_bands == 10 and cfg.bandwidth == 10.0
+    got = gnnml3_supports(graph, cfg)
+    r, c = got.edge_index.numpy()
+    mask = ref[:10].any(axis=0) | np.eye(len(a), dtype=bool)
+    assert np.array_equal(np.sort(r * len(a) + c), np.flatnonzero(mask))
+    assert got.edge_attr.shape[1] == 11  # ten bands and the identity, as the authors'
+    assert np.abs(got.edge_attr.numpy().T - ref[:, r, c]).max() < 1e-5
+    assert np.abs(ref[:, r, c]).sum() == pytest.approx(np.abs(ref).sum())  # nothing outside
+
+    # what 5 hops would have cut: 8-15 % of each band's norm
+    five = receptive_field_pattern(graph, 5).toarray()
+    full = _authors_filter_supports(a, recfield=6, dv=10.0, nfreq=10)[:10]  # (A + I)^32
+    cut = [np.linalg.norm(k * ~five) / np.linalg.norm(k) for k in full]
+    assert 0.07 < min(cut) and max(cut) < 0.16
