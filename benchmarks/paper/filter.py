@@ -57,7 +57,7 @@ class FilterResult:
 #: (ours applies it to both parts, as Eq. 8 is written), and one Linear to the output:
 #: 37,489 parameters against the ~30K of our filter configuration (4 layers of 19 + 19 and a
 #: head of 32). The spectral supports are the same in both (normalised Laplacian, 10 bands,
-#: dv = 10, a 5-hop receptive field).
+#: dv = 10, the authors' ``recfield=5``: a 16-hop receptive field, ``(A + I)^16``).
 AUTHORS_ARCH: dict[str, dict[str, Any]] = {
     "gnnml3": {
         "layers": 3,
