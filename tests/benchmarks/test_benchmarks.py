@@ -75,10 +75,17 @@ def test_runner_writes_every_file(quick_results: tuple[Path, dict]) -> None:
 
 def test_summary_ratios_are_positive_and_finite(quick_results: tuple[Path, dict]) -> None:
     s = quick_results[1]["summary"]
-    for key in ("time_exponent", "memory_exponent"):
-        # finite, not positive: --quick's sizes are tiny, and on a loaded machine the fitted
-        # slope of a few milliseconds can come out slightly negative (-0.02 seen in a fresh run)
-        assert isinstance(s[key], float) and math.isfinite(s[key]), key
+    # finite, not positive: --quick's sizes are tiny, and on a loaded machine the fitted
+    # slope of a few milliseconds can come out slightly negative (-0.02 seen in a fresh run)
+    assert isinstance(s["time_exponent"], float) and math.isfinite(s["time_exponent"])
+    # memory: at 300 and 1,200 edges a call may raise the peak above the baseline by nothing
+    # at all (seen in a full-suite run, the allocator already warm); then there is no slope to
+    # fit, and the only acceptable None is that one: every point's peak ≤ 0
+    peaks = [p for f in quick_results[1]["scaling"].values() for p in f["peak_mib"]]
+    if s["memory_exponent"] is None:
+        assert peaks and all(p <= 0 for p in peaks), peaks
+    else:
+        assert isinstance(s["memory_exponent"], float) and math.isfinite(s["memory_exponent"])
     if not HAVE_SPARSE:  # no reference to compare with: no ratio, and the report says why
         assert s["compiled_over_handwritten"] is None and s["torch_over_torch_sparse"] is None
         md = (quick_results[0] / "results.md").read_text(encoding="utf-8")
