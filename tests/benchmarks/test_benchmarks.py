@@ -291,3 +291,18 @@ def test_sgnn_epoch_times_three_contestants_on_one_dataset() -> None:
     best = r["later_min_s"]
     assert r["ratio_gin"] == best["sgnn"] / best["gin"]
     assert r["new_over_reused"] == best["sgnn"] / best["sgnn.reused"]
+
+
+def test_positions_ab_times_both_paths_after_checking_them_equal() -> None:
+    """``benchmarks.perf.positions_ab`` at n = 300: the kernel and the search it replaced give
+    the same values (checked inside, or it raises), every contestant is timed, and each ratio
+    is the quotient of the times it reports."""
+    from benchmarks.perf import positions_ab
+
+    rows = positions_ab.run(300, repeats=2)
+    assert [r["sentence"] for r in rows] == list(positions_ab.SENTENCES)
+    for r in rows:
+        t = r["min_ms"]
+        assert set(t) == {"new", "old", "gb"} and all(v > 0 for v in t.values())
+        assert r["new_over_old"] == pytest.approx(t["new"] / t["old"])
+        assert r["new_gb"] == pytest.approx(t["new"] / t["gb"])
