@@ -64,7 +64,7 @@ def run(n: int, repeats: int) -> list[dict[str, Any]]:
                 repeats,
             )
         m = {k: min(v) for k, v in t.items()}
-        row = {
+        row: dict[str, Any] = {
             "n": n,
             "sentence": s,
             "min_ms": {k: v * 1e3 for k, v in m.items()},
