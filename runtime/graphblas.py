@@ -331,9 +331,10 @@ class Mask:
 
     def positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The entry numbers of the stored entries ``(rows[k], cols[k])`` (each in the
-        structure): a binary search inside each one's row, all at once, in O(k) memory and
-        O(k log max_row) time — not a search in the structure's keys, which would hold an
-        E-long array (80 MB at E = 10⁷) for a handful of entries."""
+        structure), found inside each one's row in O(k) memory — not by a search in the
+        structure's keys, which would hold an E-long array (80 MB at E = 10⁷) for a handful of
+        entries: by scipy's kernel (:func:`_sample_offsets`), else by a vectorised binary
+        search, all entries at once, in O(k log max_row) time."""
         found = _sample_offsets(self, rows, cols)
         if found is not None:
             return found

@@ -35,32 +35,38 @@ BENCH_BASIS_PROTOCOL = {"exp-classify": "classify", "filter": "filter", "tu": "c
 MARK_DEVIATES, MARK_DIRTY, MARK_LAST = "†", "‡", "§"
 
 
+def _gnnml3_config(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The model configuration a GNNML3 result file recorded (``None``: none recorded)."""
+    cfg = (data.get("model_info") or {}).get("config")
+    return cfg if isinstance(cfg, dict) else None
+
+
 def gnnml3_basis(data: dict[str, Any]) -> str | None:
     """The spectrum a GNNML3 result file's model used: its recorded configuration, or for a
     file that recorded none (TU files before issue 34), the adjacency, the only basis GNNML3
     had outside the isomorphism test until then."""
     if data.get("model") != "gnnml3":
         return None
-    cfg = (data.get("model_info") or {}).get("config")
-    if isinstance(cfg, dict):
-        return str(cfg.get("support", cfg).get("basis"))
-    return "adjacency"
-
-
-#: GNNML3's receptive field (hops) in the authors' script of each bench where it is not 1:
-#: ``filtering.py``'s ``recfield=5`` is ``(A + I)^16 > 0`` (``benchmarks.paper.models``).
-GNNML3_HOPS = {"filter": 16}
+    cfg = _gnnml3_config(data)
+    return "adjacency" if cfg is None else str(cfg.get("support", cfg).get("basis"))
 
 
 def gnnml3_receptive_field(data: dict[str, Any]) -> int | None:
     """The receptive field (hops) of a GNNML3 result file's supports (``None``: not GNNML3 or
     not recorded)."""
-    if data.get("model") != "gnnml3":
-        return None
-    cfg = (data.get("model_info") or {}).get("config")
-    if not isinstance(cfg, dict):
-        return None
-    hops = cfg.get("support", cfg).get("receptive_field")
+    cfg = _gnnml3_config(data) if data.get("model") == "gnnml3" else None
+    hops = None if cfg is None else cfg.get("support", cfg).get("receptive_field")
+    return None if hops is None else int(hops)
+
+
+def gnnml3_hops(bench: str) -> int | None:
+    """GNNML3's receptive field (hops) in the protocol of ``bench`` where the authors' script
+    sets one (``benchmarks.paper.models.PROTOCOL_OVERRIDES``: Table 3's ``recfield=5``, 16
+    hops), else ``None``."""
+    from benchmarks.paper.models import PROTOCOL_OVERRIDES
+
+    protocol = PROTOCOL_OVERRIDES.get(BENCH_BASIS_PROTOCOL.get(bench, ""), {})
+    hops = protocol.get("gnnml3", {}).get("receptive_field")
     return None if hops is None else int(hops)
 
 
@@ -70,8 +76,8 @@ def gnnml3_support_mlp(data: dict[str, Any]) -> str | None:
     sigmoids, the only form before issue 34's fifth round."""
     if data.get("model") != "gnnml3":
         return None
-    cfg = (data.get("model_info") or {}).get("config")
-    if not isinstance(cfg, dict):
+    cfg = _gnnml3_config(data)
+    if cfg is None:
         return "sigmoid"
     if cfg.get("learn_supports") is False:
         return None
@@ -116,12 +122,14 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             f"{want.replace('_', ' ')}: run before issue 34; the paper's configuration is now "
             "the default and has not run yet"
         )
-    hops, want_hops = gnnml3_receptive_field(data), GNNML3_HOPS.get(bench)
+    hops, want_hops = gnnml3_receptive_field(data), gnnml3_hops(bench)
     if hops is not None and want_hops is not None and hops != want_hops:
+        recfield = want_hops.bit_length()  # the authors' recfield r is (A + I)^(2^(r-1))
         bits.append(
             f"GNNML3's supports on a {hops}-hop mask where the authors' script has "
-            f"{want_hops} hops (their recfield=5 squares A + I four times): run before the "
-            "fix; the authors' mask is now the default and has not run for this cell"
+            f"{want_hops} hops (their recfield={recfield}: A + I squared {recfield - 1} times): "
+            "run before the fix; the authors' mask is now the default and has not run for "
+            "this cell"
         )
     if gnnml3_support_mlp(data) == "sigmoid":
         bits.append(

@@ -360,9 +360,9 @@ def test_report_flags_gnnml3_files_run_with_eq7_sigmoids() -> None:
 def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
     """A Table 3 GNNML3 file recorded with the 5-hop mask (before the authors' recfield=5 was
     read as 16 hops) is flagged; one on the protocol's mask is not."""
-    from benchmarks.paper.report_flags import GNNML3_HOPS, deviations
+    from benchmarks.paper.report_flags import deviations, gnnml3_hops
 
-    assert GNNML3_HOPS["filter"] == model_configuration("gnnml3", "filter").support.receptive_field
+    assert gnnml3_hops("filter") == model_configuration("gnnml3", "filter").support.receptive_field
 
     def rec(hops: int) -> dict:  # type: ignore[type-arg]
         support = {"basis": "normalized_laplacian", "receptive_field": hops}
@@ -455,11 +455,6 @@ def _authors_supports(
     return sp
 
 
-def _authors_filter_supports(a: np.ndarray, recfield: int, dv: float, nfreq: int) -> np.ndarray:
-    """``SpectralDesign`` as ``filtering.py`` calls it (the Laplacian, no adjacency support)."""
-    return _authors_supports(a, recfield, dv, nfreq)
-
-
 # (script, its SpectralDesign call, our support configuration for it)
 SCRIPTS = [
     ("counting.py", dict(recfield=1, dv=1.0, nfreq=10, laplacien=False, addadj=True), "count"),
@@ -508,14 +503,12 @@ def test_filter_supports_are_the_authors_recfield_5() -> None:
     times, a 16-hop mask, not 5 hops (which cut 8-15 % of each band kernel's norm)."""
     from matlang.runtime.preprocess import gnnml3_supports, receptive_field_pattern
 
-    side = 30
-    idx = np.arange(side * side).reshape(side, side)
-    rows = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
-    cols = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
-    a = np.zeros((side * side, side * side))
-    a[rows, cols] = a[cols, rows] = 1
+    from benchmarks.perf.spectral import grid_edges
+
+    a = np.zeros((900, 900))
+    a[tuple(grid_edges(30, 30).numpy())] = 1
     graph = Graph(a.astype(np.int64))
-    ref = _authors_filter_supports(a, recfield=5, dv=10.0, nfreq=10)
+    ref = _authors_supports(a, recfield=5, dv=10.0, nfreq=10)
 
     cfg = model_configuration("gnnml3", "filter").support
     assert cfg.receptive_field == 16 and cfg.num_bands == 10 and cfg.bandwidth == 10.0
@@ -529,6 +522,6 @@ def test_filter_supports_are_the_authors_recfield_5() -> None:
 
     # what 5 hops would have cut: 8-15 % of each band's norm
     five = receptive_field_pattern(graph, 5).toarray()
-    full = _authors_filter_supports(a, recfield=6, dv=10.0, nfreq=10)[:10]  # (A + I)^32
+    full = _authors_supports(a, recfield=6, dv=10.0, nfreq=10)[:10]  # (A + I)^32
     cut = [np.linalg.norm(k * ~five) / np.linalg.norm(k) for k in full]
     assert 0.07 < min(cut) and max(cut) < 0.16
