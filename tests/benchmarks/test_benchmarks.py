@@ -79,11 +79,12 @@ def test_summary_ratios_are_positive_and_finite(quick_results: tuple[Path, dict]
     # slope of a few milliseconds can come out slightly negative (-0.02 seen in a fresh run)
     assert isinstance(s["time_exponent"], float) and math.isfinite(s["time_exponent"])
     # memory: at 300 and 1,200 edges a call may raise the peak above the baseline by nothing
-    # at all (seen in a full-suite run, the allocator already warm); then there is no slope to
-    # fit, and the only acceptable None is that one: every point's peak ≤ 0
-    peaks = [p for f in quick_results[1]["scaling"].values() for p in f["peak_mib"]]
+    # at all (seen in full-suite runs: peaks [0.0, 0.05] per sentence); the log-log fit takes
+    # only points above zero and needs two, so the only acceptable None is that no sentence
+    # had two such points
+    peaks = [f["peak_mib"] for f in quick_results[1]["scaling"].values()]
     if s["memory_exponent"] is None:
-        assert peaks and all(p <= 0 for p in peaks), peaks
+        assert peaks and all(sum(p > 0 for p in ps) < 2 for ps in peaks), peaks
     else:
         assert isinstance(s["memory_exponent"], float) and math.isfinite(s["memory_exponent"])
     if not HAVE_SPARSE:  # no reference to compare with: no ratio, and the report says why
