@@ -17,6 +17,8 @@ from matlang.runtime.preprocess import PreprocessCache
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
     Group,
+    check_device,
+    device_label,
     follow_torchrun,
     from_environment,
     launch,
@@ -31,6 +33,7 @@ from benchmarks.paper.train import (
     predict,
     run_seeds,
 )
+from matlang.errors import MatlangError
 from matlang.graphs import Graph
 
 
@@ -113,6 +116,15 @@ def bench(args: argparse.Namespace) -> int:
 
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)
+    # before any data is read or file written: a device that cannot train here is refused
+    device = check_device(getattr(args, "device", "cpu"))
+    nproc = getattr(args, "nproc", 1)
+    if device != "cpu" and (nproc > 1 or from_environment() is not None):
+        raise MatlangError(
+            f"--device {args.device}: bench exp-classify trains on a GPU in one process, seed "
+            "by seed; drop --nproc (or torchrun) or train on the CPU (--device cpu)"
+        )
+    ran_on = device_label(device)
     config = {
         "protocol": "binary cross-entropy on one logit; test accuracy at the epoch of "
         "lowest validation loss (split val 0:200, test 200:400, train 400:1200)",
@@ -134,14 +146,14 @@ def bench(args: argparse.Namespace) -> int:
             "median_accuracy": res.median_accuracy,
             "per_seed": [r.metric for r in res.runs],
             "seeds": [r.seed for r in res.runs],
-            "runs": runs_record(res.runs, "test_accuracy"),
+            # each seed's device (runs written before --device trained on the CPU, say none)
+            "runs": [{**r, "device": ran_on} for r in runs_record(res.runs, "test_accuracy")],
             "data": {"sizes": res.sizes},
             "config": config,
             "model_info": res.model,
         }
 
     def run(save: Callable[[dict[str, Any]], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        nproc = getattr(args, "nproc", 1)
         if nproc > 1 or from_environment() is not None:  # data-parallel (or torchrun)
             res = launch(
                 functools.partial(
@@ -165,7 +177,7 @@ def bench(args: argparse.Namespace) -> int:
                 (exp.train_idx, exp.val_idx, exp.test_idx),
                 args.model,
                 seeds=seeds,
-                train=train_config(args),
+                train=replace(train_config(args), device=device),
                 sentences=args.sentence,
                 limit=args.limit,
                 progress=not args.no_progress,

@@ -141,6 +141,7 @@ def register(sub: Any) -> None:
     cls.add_argument("--sentence", action="append", default=[], help="sentences for `compiled`")
     cls.add_argument("--limit", type=_positive, help="only the first N graphs of each split")
     _nproc(cls)
+    _device(cls, "one process")
     cls.set_defaults(func=_protocol("exp_classify"), dataset="exp")
 
     flt = bsub.add_parser("filter", help="Table 3: low/high/band-pass R² on the 2D grid")

@@ -1,4 +1,4 @@
-"""``bench filter --device`` and ``bench count --device``: the same option as ``bench tu``'s.
+"""``bench filter|count|exp-classify --device``: the same option as ``bench tu``'s.
 On the CPU it trains exactly what a run without it trains; a device this machine lacks is
 refused before any training; on a GPU (when one is lent) the seeds train there and record it."""
 
@@ -147,3 +147,70 @@ def test_cuda_count_trains_what_the_cpu_does(tmp_path: Path, monkeypatch) -> Non
     gpu = json.loads((tmp_path / "gpu" / name).read_text())
     assert gpu["runs"][0]["device"] == f"{torch.cuda.get_device_name(0)} (cuda)"
     assert gpu["per_seed"] == pytest.approx(cpu["per_seed"], rel=1e-3)
+
+
+def _exp(out: Path, *extra: str, model: str = "gin") -> list[str]:
+    return ["bench", "exp-classify", "--model", model, "--epochs", "2", "--seeds", "2",
+            "--limit", "20", "--out", str(out), "--no-progress", "--json", *extra]  # fmt: skip
+
+
+needs_exp = pytest.mark.skipif(not data_available("exp"), reason="no shared data folder")
+
+
+@pytest.mark.data
+@needs_exp
+def test_exp_classify_device_cpu_trains_what_no_device_trains(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(_exp(tmp_path / "plain")) == 0
+    assert main(_exp(tmp_path / "cpu", "--device", "cpu")) == 0
+    capsys.readouterr()
+    name = "exp-classify-exp-gin.limit20.json"
+    plain = json.loads((tmp_path / "plain" / name).read_text())
+    cpu = json.loads((tmp_path / "cpu" / name).read_text())
+    assert [r["device"] for r in cpu["runs"]] == ["cpu", "cpu"]
+    assert _without_time(cpu) == _without_time(plain)
+    losses = [r["final_train_loss"] for r in cpu["runs"]]
+    assert losses[0] != losses[1]  # two seeds that did train differently
+    assert "device" not in cpu["config"]  # CPU and GPU seeds of one cell still --append
+
+
+@needs_exp
+def test_exp_classify_refuses_a_device_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from matlang.runtime import datasets
+
+    def nothing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the data was read: the device should have been refused before")
+
+    monkeypatch.setattr(datasets, "load_exp", nothing)
+    monkeypatch.setattr(train, "fit", nothing)
+    if not torch.cuda.is_available():
+        assert main(_exp(tmp_path, "--device", "cuda")) == 1
+        assert "--device cuda: torch sees no CUDA device" in capsys.readouterr().err
+    assert main(_exp(tmp_path, "--device", "tpu")) == 1
+    assert "--device takes cpu, cuda or cuda:K, got 'tpu'" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert main(_exp(tmp_path, "--device", "cuda", "--nproc", "2")) == 1
+    err = capsys.readouterr().err
+    assert "--device cuda: bench exp-classify trains on a GPU in one process" in err
+    assert "drop --nproc (or torchrun)" in err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.data
+@needs_exp
+@pytest.mark.parametrize("model", ["gin", "ppgn"])
+def test_cuda_exp_classify_trains_as_the_cpu(tmp_path: Path, model: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert main(_exp(tmp_path / "cpu", model=model)) == 0
+    assert main(_exp(tmp_path / "gpu", "--device", "cuda", model=model)) == 0
+    name = f"exp-classify-exp-{model}.limit20.json"
+    cpu = json.loads((tmp_path / "cpu" / name).read_text())
+    gpu = json.loads((tmp_path / "gpu" / name).read_text())
+    assert gpu["runs"][0]["device"] == f"{torch.cuda.get_device_name(0)} (cuda)"
+    assert gpu["per_seed"] == pytest.approx(cpu["per_seed"], abs=1e-9)
+    loss = [r["final_train_loss"] for r in cpu["runs"]]
+    assert [r["final_train_loss"] for r in gpu["runs"]] == pytest.approx(loss, rel=1e-3)
