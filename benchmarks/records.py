@@ -61,8 +61,10 @@ def git_state(root: Path | None = None) -> dict[str, Any] | None:
 
 
 #: Where a copy of the tree sent without its ``.git`` (a lent GPU machine) finds the list of
-#: its tracked files' SHA-256 at the commit it was sent from (``bash .ci/sent-manifest``).
+#: its tracked files' SHA-256 at the commit it was sent from (:func:`write_sent_manifest`).
 SENT_MANIFEST = Path(".sent") / "manifest"
+#: The manifest's first line: this, then the commit it was written at.
+MANIFEST_COMMIT = "# commit "
 
 
 def sent_state(root: Path) -> dict[str, Any] | None:
@@ -70,7 +72,8 @@ def sent_state(root: Path) -> dict[str, Any] | None:
     ``MATLANG_SENT_COMMIT`` is set. The copy is clean when every file of the manifest (the
     tracked files at that commit other than outputs, with their SHA-256, written by the sender
     from a clean tree) is here with that hash; any other file is listed as changed, and a
-    missing manifest makes the whole copy unverified (dirty)."""
+    missing manifest, or one written at another commit than the one named (a manifest left
+    from an earlier send), makes the whole copy unverified (dirty)."""
     commit = os.environ.get("MATLANG_SENT_COMMIT", "").strip()
     if not commit:
         return None
@@ -79,7 +82,14 @@ def sent_state(root: Path) -> dict[str, Any] | None:
     if not manifest.is_file():
         changed = [f"{SENT_MANIFEST} (missing: the copy cannot be checked)"]
     else:
-        for line in manifest.read_text(encoding="utf-8").splitlines():
+        lines = manifest.read_text(encoding="utf-8").splitlines()
+        written_at = lines[0].removeprefix(MANIFEST_COMMIT) if lines else ""
+        if not lines or not lines[0].startswith(MANIFEST_COMMIT) or written_at != commit:
+            changed.append(
+                f"{SENT_MANIFEST} (written at {written_at or 'an unnamed commit'}, not "
+                f"{commit}: it cannot vouch for this copy)"
+            )
+        for line in lines[1:]:
             digest, _, name = line.partition("  ")
             if not name:
                 continue
@@ -120,7 +130,8 @@ def write_sent_manifest(root: Path | None = None) -> Path:
     ]
     path = root / SENT_MANIFEST
     path.parent.mkdir(exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    head = f"{MANIFEST_COMMIT}{state['commit']}"
+    path.write_text("\n".join([head, *lines]) + "\n", encoding="utf-8")
     return path
 
 

@@ -253,8 +253,9 @@ def test_a_sent_copy_is_checked_against_its_manifest(
 
     manifest = records.write_sent_manifest(repo)
     head = _real_state(repo)["commit"]  # type: ignore[index]
-    names = [line.split("  ", 1)[1] for line in manifest.read_text().splitlines()]
-    assert names == ["code.py"]  # tracked files other than outputs
+    first, *rest = manifest.read_text().splitlines()
+    assert first == f"# commit {head}"
+    assert [line.split("  ", 1)[1] for line in rest] == ["code.py"]  # tracked, not outputs
     copy = repo.parent / "copy"  # the tree as it arrives elsewhere: no .git
     shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git"))
     assert records.git_state(copy) is None  # without the sender's word: no provenance
@@ -269,6 +270,15 @@ def test_a_sent_copy_is_checked_against_its_manifest(
     assert records.provenance({}, 0.0)["git_commit"] != head  # the real repo, not the copy
     (copy / "code.py").unlink()
     assert records.git_state(copy)["changed"] == ["code.py"]  # type: ignore[index]
+    shutil.copy(repo / "code.py", copy / "code.py")
+    monkeypatch.setenv("MATLANG_SENT_COMMIT", "0" * 40)  # a manifest of another send
+    state = records.git_state(copy)
+    assert state is not None and state["dirty"]
+    assert state["changed"] == [
+        f".sent/manifest (written at {head}, not {'0' * 40}: it cannot vouch for this copy)"
+    ]
+    monkeypatch.setenv("MATLANG_SENT_COMMIT", head)
+    assert not records.git_state(copy)["dirty"]  # type: ignore[index]
     (copy / ".sent" / "manifest").unlink()
     assert records.git_state(copy)["dirty"]  # type: ignore[index]
     monkeypatch.delenv("MATLANG_SENT_COMMIT")
