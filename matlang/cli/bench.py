@@ -155,7 +155,8 @@ def register(sub: Any) -> None:
         default="ours",
         help="ours (default: the ~30K-parameter configuration of every model) or authors: the "
         "architecture of the authors' filtering.py (GNNML3: 3 layers of 32 + 16 channels, "
-        "tanh · tanh products, a linear output; file tag authors-arch)",
+        "tanh · tanh products, a linear output; PPGN: 3 blocks of 20 channels, column sums, "
+        "a linear output; file tag authors-arch)",
     )
     flt.set_defaults(func=_protocol("filter"), dataset="twodgrid30")
 

@@ -250,6 +250,10 @@ class PPGNConfig(ModelConfig):
         init: ``"torch"`` (every linear map as torch initialises it) or ``"xavier"``
             (Xavier-normal weights and zero biases in the blocks and the head, as Maron et
             al.'s code and BREC's PPGN initialise them).
+        node_sum: the off-diagonal part of node ``v``'s readout: ``"row"``, ``Σ_{u≠v} H_vu``
+            (default), or ``"column"``, ``Σ_{u≠v} H_uv`` (the authors' ``filtering.py`` sums
+            its tensors over axis 2). They differ once a block's products make ``H``
+            asymmetric.
     """
 
     bias: bool = False
@@ -259,11 +263,14 @@ class PPGNConfig(ModelConfig):
     norm_momentum: float = 0.1
     output_norm: bool = False
     init: str = "torch"
+    node_sum: str = "row"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.init not in ("torch", "xavier"):
             raise MatlangError(f"init must be 'torch' or 'xavier', got {self.init!r}")
+        if self.node_sum not in ("row", "column"):
+            raise MatlangError(f"node_sum must be 'row' or 'column', got {self.node_sum!r}")
         if not 0.0 < self.norm_momentum <= 1.0:
             raise MatlangError(f"norm_momentum must be in (0, 1], got {self.norm_momentum}")
 
@@ -278,7 +285,8 @@ class PPGN(GraphModel):
     (Eq. "prov2" sums a per-layer ``mlp_l``; with a linear first head layer that is the same map,
     ``Σ_l W_l r_l = [W_1 … W_L] [r_1; …; r_L]``.) ``sum`` may be joined by ``max``/``mean``
     through ``config.readout``. Node level: node ``v`` gets ``[H_vv | Σ_{u≠v} H_vu]`` of every
-    layer. Memory O(G n_max²), time O(G n_max³).
+    layer (``config.node_sum="column"``: ``Σ_{u≠v} H_uv``). Memory O(G n_max²), time
+    O(G n_max³).
 
     The blocks have no bias unless ``config.bias``: a bias puts ``relu(b)`` on every one of the
     n² entries, and the n×n products then add terms that depend on n only (a sum of n such
@@ -368,10 +376,11 @@ class PPGN(GraphModel):
     ) -> tuple[Tensor, Tensor]:
         """The nodes (of ``graphs``, or all) in batch order and their rows."""
         off = (valid & ~diagonal).unsqueeze(0)
+        axis = 3 if self.config.node_sum == "row" else 2
         parts = []
         for h in outs:
             parts.append(torch.diagonal(h, dim1=2, dim2=3))  # (C, G, n): H_vv
-            parts.append((h * off).sum(3))  # (C, G, n): Σ_{u≠v} H_vu
+            parts.append((h * off).sum(axis))  # (C, G, n): Σ_{u≠v} H_vu (row) or H_uv
         per_slot = torch.cat(parts, dim=0)  # (2·C·L, G, n_max)
         device = per_slot.device
         gid = batch.batch.to(device)

@@ -1,11 +1,13 @@
-"""``bench filter --arch authors``: GNNML3 in the architecture of the authors' ``filtering.py``
-(three ML3Layers of 32 + 16 channels, tanh · tanh products, a linear output)."""
+"""``bench filter --arch authors``: GNNML3 and PPGN in the architecture of the authors'
+``filtering.py`` (GNNML3: three ML3Layers of 32 + 16 channels, tanh · tanh products, a linear
+output; PPGN: three blocks of 20 channels, column sums, a linear output)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from matlang.runtime.datasets import data_available
@@ -49,7 +51,7 @@ def test_authors_filter_architecture_is_the_authors_gnnml3() -> None:
     right = torch.tanh(x @ conv.weight6 + conv.bias6)
     torch.testing.assert_close(out, torch.cat([want_conv, left * right], 1))
     assert (out[:, 32:] < 0).any()
-    with pytest.raises(MatlangError, match="--arch authors.*'mlp'.*gnnml3"):
+    with pytest.raises(MatlangError, match="--arch authors.*'mlp'.*gnnml3, ppgn"):
         authors_arch("mlp")
     with pytest.raises(MatlangError, match="unknown activation 'softsign'"):
         make_model(
@@ -60,7 +62,7 @@ def test_authors_filter_architecture_is_the_authors_gnnml3() -> None:
             task="node",
             options={"product_activation": "softsign"},
         )
-    assert set(AUTHORS_ARCH) == {"gnnml3"}
+    assert set(AUTHORS_ARCH) == {"gnnml3", "ppgn"}
 
 
 def test_authors_filter_architecture_trains_in_the_protocol() -> None:
@@ -106,3 +108,55 @@ def test_bench_filter_arch_authors_writes_its_file_and_its_table3_row(
     band = rows[1].split(" | ")[3].split(" / ")[0].rstrip("†‡§")
     assert float(band) == pytest.approx(record["median_r2"], abs=1e-4)
     assert {r.path.name for r in used} == {path.name, "filter-twodgrid30-band-gnnml3.json"}
+
+
+def _authors_ppgn(model: torch.nn.Module, adjacency: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The forward of the authors' filtering PPGN, written from their script's definition, with
+    the weights of ``model``: the input ``X2 = [A | diag(x)]`` and the masks ``M`` =
+    [diagonal, off-diagonal] of one graph, three blocks ``relu(m3([relu(m1 X) relu(m2 X) | X]))``
+    (1×1 convolutions without bias, every output times ``M_0 + M_1``), after each block the
+    sums over axis 2 (each column) of ``X M_0`` and ``X M_1``, one Linear on their concatenation."""
+    n = adjacency.shape[0]
+    eye = torch.eye(n, dtype=x.dtype)
+    h = torch.stack([adjacency, torch.diag(x[:, 0])])  # (2, n, n)
+    masks = torch.stack([eye, 1 - eye])
+    valid = masks.sum(0)
+
+    def conv(linear: torch.nn.Linear, t: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("oc,cij->oij", linear.weight, t)
+
+    reads = []
+    for block in model.convs:
+        x1 = torch.relu(conv(block.m1, h) * valid)
+        x2 = torch.relu(conv(block.m2, h) * valid)
+        prod = torch.matmul(x1, x2) * valid
+        h = torch.relu(conv(block.m3, torch.cat([prod, h])) * valid)
+        reads += [(h * masks[0]).sum(1), (h * masks[1]).sum(1)]  # (C, n) each: column sums
+    return model.head(torch.cat(reads).T)
+
+
+def test_authors_filter_ppgn_is_the_authors_ppgn() -> None:
+    """filtering.py's PPGN: parameters from its layer shapes (``mlp1_* Conv2d(2 → 20)``,
+    ``mlp1_3 Conv2d(22 → 20)``, two blocks of ``20 → 20`` and ``40 → 20``, no biases,
+    ``h1 = Linear(120, 1)``), and its forward on a graph whose blocks make ``H`` asymmetric."""
+    from matlang.graphs import Graph
+
+    blocks = (2 * 2 * 20 + 22 * 20) + 2 * (2 * 20 * 20 + 40 * 20)
+    opts = authors_arch("ppgn")
+    model = make_model("ppgn", 1, 1, protocol="filter", task="node", options=opts).double()
+    assert sum(p.numel() for p in model.parameters()) == blocks + 121 == 3_841
+    rng = np.random.default_rng(0)
+    upper = np.triu(rng.random((9, 9)) < 0.4, 1)
+    adjacency = (upper | upper.T).astype(float)
+    signal = rng.standard_normal((9, 1))
+    with torch.no_grad():
+        ours = model([Graph(adjacency, "g", signal)])
+        theirs = _authors_ppgn(model, torch.tensor(adjacency), torch.tensor(signal))
+        torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-10)
+        rows = make_model(
+            "ppgn", 1, 1, protocol="filter", task="node", options={**opts, "node_sum": "row"}
+        ).double()
+        rows.load_state_dict(model.state_dict())
+        assert not torch.allclose(rows([Graph(adjacency, "g", signal)]), ours)  # asymmetric H
+    with pytest.raises(MatlangError, match="node_sum must be 'row' or 'column', got 'both'"):
+        make_model("ppgn", 1, 1, protocol="filter", task="node", options={"node_sum": "both"})
