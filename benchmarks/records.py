@@ -547,13 +547,28 @@ def check_same_settings(
     first that differs. ``action`` starts the message (``--append``, or ``matlang bench merge
     FILE``); only ``--append``'s says how to keep both runs."""
     for key in keys:
-        if current_names(key, old.get(key)) != new.get(key):
+        mine = current_names(key, old.get(key))
+        if mine != new.get(key):
             hint = "; run with --force to replace it, or with --out to keep both"
+            where, a, b = _first_difference(key, mine, new.get(key))
+
+            def show(v: Any) -> str:
+                return json.dumps(v, ensure_ascii=False)[:200]
+
             raise MatlangError(
-                f"{action}: {path} was run with another {key} "
-                f"({json.dumps(old.get(key), ensure_ascii=False)[:200]})"
-                + (hint if action == APPEND else "")
+                f"{action}: {path} was run with another {key} ({where} = {show(a)} there, "
+                f"{show(b)} here)" + (hint if action == APPEND else "")
             )
+
+
+def _first_difference(name: str, a: Any, b: Any) -> tuple[str, Any, Any]:
+    """The first entry where ``a`` and ``b`` differ, as ``(dotted name, a's, b's)``: inside
+    dicts key by key (an absent key reads ``None``), else the values themselves."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in [*a, *(k for k in b if k not in a)]:
+            if a.get(k) != b.get(k):
+                return _first_difference(f"{name}.{k}", a.get(k), b.get(k))
+    return name, a, b
 
 
 def merge_seeds(

@@ -1,0 +1,209 @@
+"""What the paper's tables still lack, as runs to make; and the pieces, once made, merged back.
+
+usage::
+
+    python -m benchmarks.paper.plan jobs [--results DIR] [--gpu MODELS] [--bench BENCHES]
+    python -m benchmarks.paper.plan collect PIECES [--results DIR] [--dry-run]
+
+``jobs`` reads every protocol result file of ``DIR`` (``results/``; the files the report's
+tables read, and Table 3's ``--arch authors`` rows) of the benches that train seeds (``count``,
+``filter``, ``exp-classify``) and prints, for each seed a cell lacks against the paper's count
+(:data:`~benchmarks.paper.report_flags.PAPER_SEEDS`), the command that trains that one seed:
+the file's own recorded command with its seed, output, thread and device options replaced (so
+the piece has the file's name and settings), one line per seed, without the leading
+``matlang`` — the job file of ``.ci/gpu-runs``. Models in ``--gpu`` (default ``ppgn``: dense
+n² tensors) train with ``--device cuda`` and come first; the others train on a core each, the
+cells taking turns (every cell's next seed before any cell's second next), so that a queue
+stopped at its deadline has moved every cell. Cells beyond the paper (``count --task
+pattern:…``), variants and models without a number in the paper (``compiled``) are not
+listed.
+
+``collect`` finds the result files under ``PIECES`` (``.ci/gpu-runs`` brings one folder per
+job back: ``PIECES/NNN/<name>.json``) and adds each one's runs to ``DIR/<name>`` with ``matlang
+bench merge``'s checks (same bench, model and settings; no seed twice), a new file where
+``DIR`` has none. Every merge is checked before anything is written: one failing check writes
+nothing. Pieces without a finished seed are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.merge import merge_files, read_piece
+from benchmarks.paper.paper_numbers import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3
+from benchmarks.paper.report import load_results
+from benchmarks.paper.report_flags import PAPER_SEEDS
+from benchmarks.records import read_json_file, write_json
+from matlang.errors import MatlangError
+
+#: The benches whose cells are medians over seeds, in the order their jobs are listed.
+SEED_BENCHES = ("filter", "exp-classify", "count")
+#: Per bench, the models with a number in the paper's table (variants and ``compiled`` rows
+#: beside them are not the paper's cells).
+PAPER_MODELS = {"exp-classify": PAPER_TABLE1, "count": PAPER_TABLE2, "filter": PAPER_TABLE3}
+#: Options a job sets itself: dropped from the recorded command (``True``: takes a value).
+_OWN_OPTIONS = {
+    "--seeds": True,
+    "--first-seed": True,
+    "--out": True,
+    "--threads": True,
+    "--device": True,
+    "--nproc": True,
+    "--stack-seeds": True,
+    "--append": False,
+    "--force": False,
+    "--json": False,
+    "--no-progress": False,
+    "--allow-dirty": False,
+    "--no-save": False,
+}
+
+
+def missing_seeds(record: dict[str, Any], paper: int) -> list[int]:
+    """The seeds a cell needs to reach ``paper`` seeds: the lowest not yet run."""
+    have = {int(s) for s in record.get("seeds", [])}
+    need = paper - len(have)
+    if need <= 0:
+        return []
+    out: list[int] = []
+    seed = 0
+    while len(out) < need:
+        if seed not in have:
+            out.append(seed)
+        seed += 1
+    return out
+
+
+def seed_command(command: str, seed: int, device: str) -> str:
+    """``command`` (a result file's, ``matlang bench …``) training only ``seed`` on
+    ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``."""
+    words = shlex.split(command)
+    if words[:1] == ["matlang"]:
+        words = words[1:]
+    if words[:1] != ["bench"]:
+        raise MatlangError(f"not a recorded bench command: {command!r}")
+    kept: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        name = w.split("=", 1)[0]
+        if name in _OWN_OPTIONS:
+            skip = _OWN_OPTIONS[name] and "=" not in w
+            continue
+        kept.append(w)
+    kept += ["--seeds", "1", "--first-seed", str(seed), "--device", device]
+    kept += ["--threads", "1", "--json", "--no-progress"]
+    return shlex.join(kept)
+
+
+def plan_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The files whose cells ``jobs`` fills: the protocol files of :data:`SEED_BENCHES` (what
+    the report's tables read) and Table 3's ``--arch authors`` rows, for the paper's models."""
+    found = [(r.path, r.data) for r in load_results(folder) if r.bench in SEED_BENCHES]
+    for path in sorted(folder.glob("filter-*.authors-arch.json")):
+        found.append((path, read_json_file(path, "plan")))
+    return [
+        (p, d)
+        for p, d in found
+        if str(d["model"]) in PAPER_MODELS[str(d["bench"])]
+        and not str(d.get("task", "")).startswith("pattern:")
+    ]
+
+
+def jobs(
+    folder: Path, gpu_models: Sequence[str] = ("ppgn",), benches: Sequence[str] = SEED_BENCHES
+) -> list[str]:
+    """One command per missing seed of every cell (see the module's docstring)."""
+    gpu: list[str] = []
+    cells: list[list[str]] = []
+    order = {b: i for i, b in enumerate(SEED_BENCHES)}
+    for _, data in sorted(plan_files(folder), key=lambda f: order[str(f[1]["bench"])]):
+        bench = str(data["bench"])
+        if bench not in benches:
+            continue
+        seeds = missing_seeds(data, PAPER_SEEDS[bench])
+        if not seeds:
+            continue
+        on_gpu = str(data["model"]) in gpu_models
+        lines = [seed_command(str(data["command"]), s, "cuda" if on_gpu else "cpu") for s in seeds]
+        if on_gpu:
+            gpu += lines
+        else:
+            cells.append(lines)
+    turns = [
+        cell[i] for i in range(max(map(len, cells), default=0)) for cell in cells if i < len(cell)
+    ]
+    return gpu + turns
+
+
+def collect(pieces: Path, folder: Path, *, dry_run: bool = False) -> list[str]:
+    """Merge every result file under ``pieces`` into ``folder``; a line per file written."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted([*pieces.glob("*.json"), *pieces.glob("*/*.json")]):
+        try:
+            data = read_piece(path)
+        except MatlangError:
+            continue  # not a mergeable result file (a log, a summary)
+        runs = data.get("runs") or data.get("per_pair") or []
+        if runs:
+            found.setdefault(path.name, []).append(path)
+    if not found:
+        raise MatlangError(f"plan collect: no result file with a finished run under {pieces}")
+    merged: list[tuple[Path, dict[str, Any], str]] = []
+    for name, paths in sorted(found.items()):
+        target = folder / name
+        if target.exists():
+            base_path, rest = target, paths
+        else:
+            base_path, rest = paths[0], paths[1:]
+        base = read_piece(base_path)
+        record = merge_files(target if target.exists() else base_path, base, rest)
+        seeds = record.get("seeds", [])
+        what = "into" if target.exists() else "new"
+        merged.append((target, record, f"{what} {target}: {len(paths)} piece(s), seeds {seeds}"))
+    if not dry_run:
+        folder.mkdir(parents=True, exist_ok=True)
+        for target, record, _ in merged:
+            write_json(target, record)
+    return [line for _, _, line in merged]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.paper.plan", description=__doc__)
+    sub = parser.add_subparsers(dest="verb", required=True)
+    j = sub.add_parser("jobs", help="one command per missing seed of every cell")
+    j.add_argument("--results", default="results")
+    j.add_argument("--gpu", default="ppgn", help="models that train on the GPU (comma list)")
+    j.add_argument("--bench", default=",".join(SEED_BENCHES), help="benches (comma list)")
+    c = sub.add_parser("collect", help="merge the pieces a queue brought back into results")
+    c.add_argument("pieces")
+    c.add_argument("--results", default="results")
+    c.add_argument("--dry-run", action="store_true", help="check every merge, write nothing")
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "jobs":
+            benches = [b for b in args.bench.split(",") if b]
+            unknown = sorted(set(benches) - set(SEED_BENCHES))
+            if unknown:
+                raise MatlangError(
+                    f"--bench: {', '.join(unknown)}; known: {', '.join(SEED_BENCHES)}"
+                )
+            gpu = [m for m in args.gpu.split(",") if m]
+            print("\n".join(jobs(Path(args.results), gpu, benches)))
+        else:
+            print("\n".join(collect(Path(args.pieces), Path(args.results), dry_run=args.dry_run)))
+    except MatlangError as e:
+        print(f"plan {args.verb}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""``python -m benchmarks.paper.plan``: the runs a cell lacks against the paper's seed count, and
+the pieces a queue brings back merged into the results folder."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from matlang.runtime.datasets import data_available
+
+from benchmarks.paper import plan
+from matlang.cli import main
+from matlang.errors import MatlangError
+
+
+def _write(folder: Path, name: str, record: dict) -> None:  # type: ignore[type-arg]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(record))
+
+
+def test_missing_seeds_are_the_lowest_not_run() -> None:
+    assert plan.missing_seeds({"seeds": [0, 1, 2]}, 10) == [3, 4, 5, 6, 7, 8, 9]
+    assert plan.missing_seeds({"seeds": [0, 1, 5, 6]}, 10) == [2, 3, 4, 7, 8, 9]
+    assert plan.missing_seeds({"seeds": [3, 11]}, 4) == [0, 1]
+    assert plan.missing_seeds({"seeds": list(range(12))}, 10) == []
+
+
+def test_seed_command_keeps_the_settings_and_replaces_the_run_options() -> None:
+    recorded = (
+        "matlang bench count --task triangle --model gnnml3 --seeds 3 --stack-seeds 3 "
+        "--epochs 200 --batch-size 64 --threads 1 --json --no-progress --force "
+        "--out '/tmp/a b' --append --first-seed=4 --device cpu"
+    )
+    line = plan.seed_command(recorded, 7, "cuda")
+    assert shlex.split(line) == [
+        "bench", "count", "--task", "triangle", "--model", "gnnml3", "--epochs", "200",
+        "--batch-size", "64", "--seeds", "1", "--first-seed", "7", "--device", "cuda",
+        "--threads", "1", "--json", "--no-progress",
+    ]  # fmt: skip
+    with pytest.raises(MatlangError, match="not a recorded bench command"):
+        plan.seed_command("python train.py --seeds 3", 0, "cpu")
+
+
+def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_path: Path) -> None:
+    def cell(bench: str, model: str, seeds: list[int], task: str | None = None) -> None:
+        name = f"{bench}-{'twodgrid30' if bench == 'filter' else 'exp'}"
+        if bench == "count":
+            name = "count-randomgraph"
+        name += (f"-{task}" if task else "") + f"-{model}.json"
+        command = f"matlang bench {bench} --model {model} --seeds {len(seeds)} --force"
+        if task:
+            command = command.replace(" --model", f" --task {task} --model")
+        record = {"bench": bench, "model": model, "seeds": seeds, "command": command}
+        dataset = {"filter": "twodgrid30", "count": "randomgraph"}.get(bench, "exp")
+        _write(tmp_path, name, {**record, "dataset": dataset, "task": task})
+
+    cell("filter", "ppgn", [0, 5], "band")
+    cell("exp-classify", "gin", list(range(10)))  # complete: nothing to run
+    cell("exp-classify", "gcn", list(range(8)))
+    cell("count", "gat", list(range(9)), "triangle")
+    cell("exp-classify", "gnnml3-sigmoid", [0])  # a variant beside the paper's rows
+    cell("count", "gin", [0], "pattern:C5")  # beyond the paper
+    lines = plan.jobs(tmp_path)
+    seeds = [
+        (w[w.index("--model") + 1], int(w[w.index("--first-seed") + 1]))
+        for w in map(shlex.split, lines)
+    ]
+    ppgn = [("ppgn", s) for s in (1, 2, 3, 4, 6, 7, 8, 9)]
+    assert seeds == [*ppgn, ("gcn", 8), ("gat", 9), ("gcn", 9)]
+    assert all("--device cuda" in line for line in lines[:8])
+    assert all("--device cpu" in line for line in lines[8:])
+    assert plan.jobs(tmp_path, gpu_models=(), benches=("count",)) == [lines[-2]]
+    assert plan.main(["jobs", "--results", str(tmp_path), "--bench", "iso"]) == 1
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not data_available("twodgrid30"), reason="no twodgrid30 data")
+def test_collect_merges_the_pieces_a_queue_brought_back(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Seed 0 in the results folder, seeds 1 and 2 trained apart (one folder a job, as
+    ``.ci/gpu-runs`` brings them back): one file of three seeds, each seed's numbers those of its
+    piece; a piece of other settings stops the whole collection before anything is written."""
+    base = ["bench", "filter", "--task", "low", "--model", "gcn", "--epochs", "2", "--no-progress"]
+    results, pieces = tmp_path / "results", tmp_path / "pieces"
+    assert main([*base, "--seeds", "1", "--out", str(results)]) == 0
+    for job, seed in (("001", 1), ("002", 2)):
+        assert (
+            main([*base, "--seeds", "1", "--first-seed", str(seed), "--out", str(pieces / job)])
+            == 0
+        )
+    (pieces / "003").mkdir()
+    (pieces / "003" / "log").write_text("not a result\n")
+    capsys.readouterr()
+    name = "filter-twodgrid30-low-gcn.json"
+    piece_r2 = [json.loads((pieces / j / name).read_text())["per_seed"][0] for j in ("001", "002")]
+    assert plan.main(["collect", str(pieces), "--results", str(results)]) == 0
+    assert f"into {results / name}: 2 piece(s), seeds [0, 1, 2]" in capsys.readouterr().out
+    merged = json.loads((results / name).read_text())
+    assert merged["seeds"] == [0, 1, 2] and merged["per_seed"][1:] == piece_r2
+    # a piece trained with other settings: nothing written, the error names it
+    assert (
+        main(
+            [
+                *base,
+                "--seeds",
+                "1",
+                "--first-seed",
+                "3",
+                "--lr",
+                "0.01",
+                "--out",
+                str(pieces / "004"),
+            ]
+        )
+        == 0
+    )
+    (pieces / "005").mkdir()
+    before = (results / name).read_text()
+    assert plan.main(["collect", str(pieces), "--results", str(tmp_path / "other")]) == 1
+    assert "another config (config.lr = 0.001 there, 0.01 here)" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists() and (results / name).read_text() == before
+    with pytest.raises(MatlangError, match="no result file with a finished run"):
+        plan.collect(pieces / "005", results)
