@@ -7,6 +7,7 @@ undirected (symmetric 0/1, no self-loops); ``allow_weights``, ``allow_self_loops
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -183,7 +184,7 @@ def node_features(x: np.ndarray) -> np.ndarray:
     flattened (a reshape to ``(n, -1)`` is ambiguous when there are no nodes)."""
     if x.ndim == 0:
         raise GraphError(f"node features must have one row per node, got a scalar {x.item()!r}")
-    return x[:, None] if x.ndim == 1 else x.reshape(x.shape[0], int(np.prod(x.shape[1:])))
+    return x[:, None] if x.ndim == 1 else x.reshape(x.shape[0], math.prod(x.shape[1:]))
 
 
 def from_edge_index(

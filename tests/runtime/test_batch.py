@@ -34,6 +34,22 @@ def test_from_graphs_stacks_block_diagonally() -> None:
     assert as_batch([]).num_graphs == 0
 
 
+def test_features_of_one_dtype_and_of_mixed_dtypes_stack_as_torch_would() -> None:
+    """One dtype: one numpy concatenation; mixed: torch.cat's promotion (int64 + float32 is
+    float32 in torch, float64 in numpy); (n, 2, 3) features flattened to 6 columns."""
+    path = named("path3").adjacency
+    ints = from_adjacency(path, x=np.arange(3, dtype=np.int64))
+    floats = from_adjacency(named("K2").adjacency, x=np.array([0.5, 1.5], dtype=np.float32))
+    mixed = Batch.from_graphs([ints, floats]).x
+    assert mixed is not None and mixed.dtype == torch.float32
+    assert mixed[:, 0].tolist() == [0.0, 1.0, 2.0, 0.5, 1.5]
+    same = Batch.from_graphs([ints, ints]).x
+    assert same is not None and same.dtype == torch.int64 and same.shape == (6, 1)
+    cube = np.arange(18.0).reshape(3, 2, 3)
+    x = Batch.from_graphs([from_adjacency(path, x=cube)] * 2, dtype=torch.float32).x
+    assert x is not None and x.shape == (6, 6) and x[4].tolist() == list(range(6, 12))
+
+
 def test_features_and_weights_survive() -> None:
     g1 = from_adjacency(named("path3").adjacency, x=np.array([[1.0], [2.0], [3.0]]))
     g2 = from_adjacency(named("K2").adjacency, x=np.array([[4.0], [5.0]]))
