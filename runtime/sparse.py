@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from matlang.runtime.last_built import LastBuilt
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
@@ -234,8 +235,7 @@ def propagate(
     if h2.shape[1] == 0:
         out = h2.new_zeros((n_out, 0))
     elif name == "torch_sparse" and not degenerate and (w is None or w.dim() == 1):
-        adj = _ts().SparseTensor(row=row, col=col, value=w, sparse_sizes=(n_out, int(h.shape[0])))
-        out = adj.matmul(h2)
+        out = _operator(ei, w, (n_out, int(h.shape[0]))).matmul(h2)
     else:
         msg = h2.index_select(0, col)
         if w is not None:
@@ -247,6 +247,20 @@ def propagate(
     if h.dim() == 1 and (w is None or w.dim() == 1):
         return out.squeeze(-1)
     return out
+
+
+_OPERATOR = LastBuilt()
+
+
+def _operator(ei: Tensor, w: Tensor | None, sizes: tuple[int, int]) -> Any:
+    """``SparseTensor(row=ei[0], col=ei[1], value=w)`` of ``sizes``, the last one built when
+    it was built from these very tensors (:class:`LastBuilt`): the entries sorted and, for the
+    backward, the transpose built once per operator, not once per product."""
+    return _OPERATOR.get(
+        (ei, w),
+        sizes,
+        lambda: _ts().SparseTensor(row=ei[0], col=ei[1], value=w, sparse_sizes=sizes),
+    )
 
 
 # --------------------------------------------------------------------------- scatter

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import torch
 from matlang.runtime import sparse
+from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 from torch import Tensor, nn
+
+_NORM = LastBuilt()
 
 
 def gcn_norm(
@@ -13,8 +16,20 @@ def gcn_norm(
 ) -> tuple[Tensor, Tensor]:
     r"""The support ``C = (D + I)^{-1/2} (A + I) (D + I)^{-1/2}`` as ``(edge_index, weight)``.
 
-    Self-loops are appended after the edges; ``D`` is the (weighted) degree of ``A``.
+    Self-loops are appended after the edges; ``D`` is the (weighted) degree of ``A``. Every
+    layer of a forward asks for the same one: the last built is returned again for the same
+    tensors (:class:`~runtime.last_built.LastBuilt`), and then so is its sparse operator.
     """
+    return _NORM.get(  # type: ignore[no-any-return]
+        (edge_index, edge_weight),
+        (num_nodes, dtype),
+        lambda: _gcn_norm(edge_index, edge_weight, num_nodes, dtype),
+    )
+
+
+def _gcn_norm(
+    edge_index: Tensor, edge_weight: Tensor | None, num_nodes: int, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
     loops = torch.arange(num_nodes, device=edge_index.device)
     ei = torch.cat([edge_index, loops.repeat(2, 1)], 1)
     w = (
