@@ -45,7 +45,11 @@ from matlang.errors import MatlangError
 SEED_BENCHES = ("filter", "exp-classify", "count")
 #: Per bench, the models with a number in the paper's table (variants and ``compiled`` rows
 #: beside them are not the paper's cells).
-PAPER_MODELS = {"exp-classify": PAPER_TABLE1, "count": PAPER_TABLE2, "filter": PAPER_TABLE3}
+PAPER_MODELS: dict[str, frozenset[str]] = {
+    "exp-classify": frozenset(PAPER_TABLE1),
+    "count": frozenset(PAPER_TABLE2),
+    "filter": frozenset(PAPER_TABLE3),
+}
 #: Options a job sets itself: dropped from the recorded command (``True``: takes a value).
 _OWN_OPTIONS = {
     "--seeds": True,
