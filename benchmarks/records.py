@@ -551,14 +551,15 @@ def check_same_settings(
         if mine != new.get(key):
             hint = "; run with --force to replace it, or with --out to keep both"
             where, a, b = _first_difference(key, mine, new.get(key))
-
-            def show(v: Any) -> str:
-                return json.dumps(v, ensure_ascii=False)[:200]
-
             raise MatlangError(
-                f"{action}: {path} was run with another {key} ({where} = {show(a)} there, "
-                f"{show(b)} here)" + (hint if action == APPEND else "")
+                f"{action}: {path} was run with another {key} ({where} = {_short(a)} there, "
+                f"{_short(b)} here)" + (hint if action == APPEND else "")
             )
+
+
+def _short(value: Any) -> str:
+    """A setting's value in a message: its JSON, at most 200 characters."""
+    return json.dumps(value, ensure_ascii=False)[:200]
 
 
 def _first_difference(name: str, a: Any, b: Any) -> tuple[str, Any, Any]:

@@ -23,11 +23,11 @@ from tqdm import tqdm
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
     Group,
-    check_device,
     device_label,
     follow_torchrun,
     from_environment,
     launch,
+    one_process_device,
 )
 from benchmarks.paper.models import (
     LEAST_SQUARES,
@@ -536,15 +536,10 @@ def bench(args: argparse.Namespace) -> int:
     check_pattern_model(args.task, args.model, args.sentence)  # before any data is loaded
     seeds = start(args)
     # before any data is read or file written: a device that cannot train here is refused
-    device = check_device(getattr(args, "device", "cpu"))
     nproc = getattr(args, "nproc", 1)
-    if device != "cpu" and (stack > 1 or nproc > 1 or from_environment() is not None):
-        raise MatlangError(
-            f"--device {args.device}: bench count trains on a GPU in one process, seed by seed; "
-            "drop "
-            + ("--stack-seeds" if stack > 1 else "--nproc (or torchrun)")
-            + " or train on the CPU (--device cpu)"
-        )
+    device = one_process_device(
+        getattr(args, "device", "cpu"), "count", nproc, (stack > 1, "--stack-seeds")
+    )
     ran_on = device_label(device)
     default_layers = LEAST_SQUARES_CONFIG["layers"] if least_squares else protocol.conv_layers
     layers = default_layers if args.layers is None else args.layers

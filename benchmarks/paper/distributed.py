@@ -93,6 +93,21 @@ def check_device(device: str, nproc: int = 1) -> str:
     return str(dev) if dev.index is not None else "cuda:0"
 
 
+def one_process_device(device: str, bench: str, nproc: int, *others: tuple[bool, str]) -> str:
+    """:func:`check_device` for a bench that trains on a GPU in one process, seed by seed: an
+    error naming the first option that asks for more (``others``: ``(given, option)`` pairs
+    checked before ``--nproc`` and torchrun) when ``device`` is a GPU."""
+    dev = check_device(device)
+    several = nproc > 1 or from_environment() is not None
+    asks = [flag for given, flag in (*others, (several, "--nproc (or torchrun)")) if given]
+    if dev != "cpu" and asks:
+        raise MatlangError(
+            f"--device {device}: bench {bench} trains on a GPU in one process, seed by seed; "
+            f"drop {asks[0]} or train on the CPU (--device cpu)"
+        )
+    return dev
+
+
 def device_label(device: str, nproc: int = 1) -> str:
     """What a run's ``device`` field says: ``cpu``, or the GPU's name (``NVIDIA H200 (cuda)``;
     with ``P`` processes, ``P × …``). Runs of a file may differ here: the settings that must
@@ -204,6 +219,7 @@ __all__ = [
     "all_sum",
     "check_device",
     "device_label",
+    "one_process_device",
     "follow_torchrun",
     "from_environment",
     "launch",

@@ -17,11 +17,11 @@ from matlang.runtime.preprocess import PreprocessCache
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
     Group,
-    check_device,
     device_label,
     follow_torchrun,
     from_environment,
     launch,
+    one_process_device,
 )
 from benchmarks.paper.models import degree_features, make_model
 from benchmarks.paper.train import (
@@ -33,7 +33,6 @@ from benchmarks.paper.train import (
     predict,
     run_seeds,
 )
-from matlang.errors import MatlangError
 from matlang.graphs import Graph
 
 
@@ -117,13 +116,8 @@ def bench(args: argparse.Namespace) -> int:
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)
     # before any data is read or file written: a device that cannot train here is refused
-    device = check_device(getattr(args, "device", "cpu"))
     nproc = getattr(args, "nproc", 1)
-    if device != "cpu" and (nproc > 1 or from_environment() is not None):
-        raise MatlangError(
-            f"--device {args.device}: bench exp-classify trains on a GPU in one process, seed "
-            "by seed; drop --nproc (or torchrun) or train on the CPU (--device cpu)"
-        )
+    device = one_process_device(getattr(args, "device", "cpu"), "exp-classify", nproc)
     ran_on = device_label(device)
     config = {
         "protocol": "binary cross-entropy on one logit; test accuracy at the epoch of "

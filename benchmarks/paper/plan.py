@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.merge import merge_files, read_piece
+from benchmarks.merge import KINDS, merge_files, read_piece
 from benchmarks.paper.paper_numbers import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3
 from benchmarks.paper.report import load_results
 from benchmarks.paper.report_flags import PAPER_SEEDS
@@ -155,22 +155,18 @@ def collect(pieces: Path, folder: Path, *, dry_run: bool = False) -> list[str]:
             data = read_piece(path)
         except MatlangError:
             continue  # not a mergeable result file (a log, a summary)
-        runs = data.get("runs") or data.get("per_pair") or []
-        if runs:
+        if data[KINDS[data["bench"]].runs]:
             found.setdefault(path.name, []).append(path)
     if not found:
         raise MatlangError(f"plan collect: no result file with a finished run under {pieces}")
     merged: list[tuple[Path, dict[str, Any], str]] = []
     for name, paths in sorted(found.items()):
         target = folder / name
-        if target.exists():
-            base_path, rest = target, paths
-        else:
-            base_path, rest = paths[0], paths[1:]
-        base = read_piece(base_path)
-        record = merge_files(target if target.exists() else base_path, base, rest)
+        into = target.exists()
+        base_path, rest = (target, paths) if into else (paths[0], paths[1:])
+        record = merge_files(base_path, read_piece(base_path), rest)
         seeds = record.get("seeds", [])
-        what = "into" if target.exists() else "new"
+        what = "into" if into else "new"
         merged.append((target, record, f"{what} {target}: {len(paths)} piece(s), seeds {seeds}"))
     if not dry_run:
         folder.mkdir(parents=True, exist_ok=True)
