@@ -12,6 +12,15 @@ the provenance of each piece kept (the last piece's at the top, the others under
 INTO is rewritten in place (it only gains runs) unless ``--out FILE`` names another file; FROM
 files are only read. Nothing is written when a check fails.
 
+``--replace`` lets FROM's runs take the place of INTO's runs of the same seeds, folds or pairs
+(a piece re-run from a clean tree, say, over one written from a dirty one). Nothing is thrown
+away: a piece of INTO's provenance every run of which was replaced moves from ``"earlier"`` to
+``"replaced"`` (with ``"replaced_by"``, the command that replaced it) and no longer counts as
+the file's provenance (:func:`benchmarks.records.is_dirty` reads the live pieces); a piece only
+some of whose runs were replaced stays, listing them under ``"replaced_parts"``. Which runs a
+piece added is read from the parts it lists (``seeds``, BREC's ``pairs_run``), oldest piece
+first; TU pieces list seeds, not folds, so theirs stay in place.
+
 Example: ten TU folds on two cores, one file::
 
     matlang bench tu --dataset enzymes --model gat --folds 1:5 --append
@@ -50,6 +59,9 @@ class Kind:
         merge: ``merge(into, old, source, new)``: ``old`` with ``new``'s runs, its ``partial``
             recomputed (``--append``'s merge; ``source`` names ``new`` in messages).
         headline: the numbers a table shows for a record of this kind.
+        listed: the parts a provenance piece lists (the runs it added, with those of the
+            pieces before it for an ``--append`` run), or None where it lists none it can be
+            told by.
     """
 
     runs: str
@@ -57,6 +69,7 @@ class Kind:
     part: Callable[[dict[str, Any]], Any]
     merge: Callable[[Path, dict[str, Any], Path, dict[str, Any]], dict[str, Any]]
     headline: Callable[[dict[str, Any]], list[str]]
+    listed: Callable[[dict[str, Any]], set[Any] | None]
 
 
 def _action(source: Path) -> str:
@@ -112,12 +125,21 @@ def _merge_pairs(
     return merge_pairs(into, old, new, action=_action(source))
 
 
+def _listed(key: str) -> Callable[[dict[str, Any]], set[Any] | None]:
+    def listed(piece: dict[str, Any]) -> set[Any] | None:
+        parts = piece.get(key)
+        return set(parts) if isinstance(parts, list) else None
+
+    return listed
+
+
 _SEEDS = Kind(
     "runs",
     "seeds",
     lambda r: r["seed"],
     _merge_seeds,
     lambda rec: [k for k in rec if k.startswith("median_")] + ["per_seed"],
+    _listed("seeds"),
 )
 #: The benches whose result files take ``--append``, hence ``merge``, and their kinds.
 KINDS: dict[str, Kind] = {
@@ -130,6 +152,7 @@ KINDS: dict[str, Kind] = {
         lambda r: (r.get("seed", 0), r["fold"]),
         _merge_folds,
         lambda rec: ["folds", "mean_accuracy", "std_accuracy", "best_epoch"],
+        lambda piece: None,  # a piece lists seeds; its folds are not recorded
     ),
     "brec": Kind(
         "per_pair",
@@ -137,6 +160,7 @@ KINDS: dict[str, Kind] = {
         lambda r: r["pair"],
         _merge_pairs,
         lambda rec: ["pairs", "separated", "counts"],
+        _listed("pairs_run"),
     ),
 }
 
@@ -157,24 +181,83 @@ def read_piece(path: Path) -> dict[str, Any]:
     return data
 
 
+def contributions(
+    kind: Kind, record: dict[str, Any]
+) -> list[tuple[dict[str, Any], set[Any] | None]]:
+    """Each provenance piece of ``record`` (the top one, then ``"earlier"``) with the parts it
+    added: what it lists less what the pieces finished before it list (an ``--append`` run
+    lists the seeds of the file it grew); None where it lists none."""
+    pieces = [record, *record.get("earlier", [])]
+    order = sorted(range(len(pieces)), key=lambda i: (str(pieces[i].get("finished") or ""), -i))
+    seen: set[Any] = set()
+    added: dict[int, set[Any] | None] = {}
+    for i in order:
+        listed = kind.listed(pieces[i])
+        added[i] = None if listed is None else listed - seen
+        seen |= listed or set()
+    return [(pieces[i], added[i]) for i in range(len(pieces))]
+
+
+def _without(kind: Kind, record: dict[str, Any], parts: set[Any]) -> dict[str, Any]:
+    """``record`` less its runs of ``parts`` (the summary is recomputed by the merge)."""
+    runs = [r for r in record[kind.runs] if kind.part(r) not in parts]
+    rest = {**record, kind.runs: runs}
+    if kind.parts == "seeds":
+        rest["seeds"] = [r["seed"] for r in runs]
+    return rest
+
+
 def merge_into(
-    into: Path, old: dict[str, Any], source: Path, new: dict[str, Any]
+    into: Path,
+    old: dict[str, Any],
+    source: Path,
+    new: dict[str, Any],
+    *,
+    replace: bool = False,
 ) -> dict[str, Any]:
     """``old`` (the file at ``into``) with the runs of ``new`` (the file at ``source``) added,
-    as ``--append`` adds a run's; the pieces' provenance kept, ``partial`` recomputed."""
+    as ``--append`` adds a run's; the pieces' provenance kept, ``partial`` recomputed. With
+    ``replace``, ``new``'s runs take the place of ``old``'s of the same parts, and the pieces of
+    ``old`` they wholly replace move to ``"replaced"`` (module docstring)."""
     if new["bench"] != old["bench"]:
         raise MatlangError(
             f"{_action(source)}: {into} is bench {old['bench']!r}, {source} is {new['bench']!r}"
         )
-    merged = KINDS[old["bench"]].merge(into, old, source, new)
-    # the earlier pieces of ``new`` (its own --append runs) stay beside those of ``old``
-    merged["earlier"] = [*merged.get("earlier", []), *new.get("earlier", [])]
+    kind = KINDS[old["bench"]]
+    again = {kind.part(r) for r in new[kind.runs]} & {kind.part(r) for r in old[kind.runs]}
+    if not (replace and again):
+        merged = kind.merge(into, old, source, new)
+        # the earlier pieces of ``new`` (its own --append runs) stay beside those of ``old``
+        merged["earlier"] = [*merged.get("earlier", []), *new.get("earlier", [])]
+        return merged
+    pieces = contributions(kind, old)
+    merged = kind.merge(into, _without(kind, old, again), source, new)
+    # the piece that was old's top keeps the parts it listed, not what is left of them
+    listed_key = "seeds" if kind.parts == "seeds" else None
+    if listed_key and merged.get("earlier"):
+        merged["earlier"][0][listed_key] = old.get(listed_key)
+    # every kind's merge puts old's top piece first under "earlier", then old's "earlier"
+    live: list[dict[str, Any]] = []
+    gone: list[dict[str, Any]] = []
+    for piece, (_, added) in zip(merged.get("earlier", []), pieces, strict=True):
+        if added and added <= again:
+            gone.append(
+                {**piece, "replaced_parts": sorted(added), "replaced_by": new.get("command")}
+            )
+        elif added and added & again:
+            live.append({**piece, "replaced_parts": sorted(added & again)})
+        else:
+            live.append(piece)
+    merged["earlier"] = [*live, *new.get("earlier", [])]
+    merged["replaced"] = [*old.get("replaced", []), *gone]
     return merged
 
 
-def merge_files(into: Path, old: dict[str, Any], sources: Sequence[Path]) -> dict[str, Any]:
+def merge_files(
+    into: Path, old: dict[str, Any], sources: Sequence[Path], *, replace: bool = False
+) -> dict[str, Any]:
     """``old`` (the file at ``into``) with the runs of every file in ``sources`` added, in
-    order."""
+    order (``replace``: :func:`merge_into`)."""
     seen = {into.resolve()}
     merged = old
     for source in sources:
@@ -183,7 +266,7 @@ def merge_files(into: Path, old: dict[str, Any], sources: Sequence[Path]) -> dic
         seen.add(source.resolve())
         piece = read_piece(source)
         try:
-            merged = merge_into(into, merged, source, piece)
+            merged = merge_into(into, merged, source, piece, replace=replace)
         except (KeyError, IndexError, StopIteration, TypeError, AttributeError) as e:
             what = f"the field {e}" if isinstance(e, KeyError) else f"a field ({e!r})"
             raise MatlangError(
@@ -200,6 +283,20 @@ def added(old: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
     return {kind.parts: [kind.part(r) for r in merged[kind.runs] if kind.part(r) not in before]}
 
 
+def replaced(old: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
+    """Which of ``old``'s runs the merge replaced (``--replace``), in order: the parts whose
+    run in ``merged`` is not ``old``'s (a merge keeps the run objects it does not replace)."""
+    kind = KINDS[merged["bench"]]
+    before = {kind.part(r): r for r in old[kind.runs]}
+    return {
+        kind.parts: [
+            kind.part(r)
+            for r in merged[kind.runs]
+            if kind.part(r) in before and before[kind.part(r)] is not r
+        ]
+    }
+
+
 def headline(record: dict[str, Any]) -> dict[str, Any]:
     """The numbers a table shows for ``record``."""
     return {k: record[k] for k in KINDS[record["bench"]].headline(record) if k in record}
@@ -210,7 +307,8 @@ def bench(args: argparse.Namespace) -> int:
     into = Path(args.into)
     sources = [Path(s) for s in args.sources]
     old = read_piece(into)
-    merged = merge_files(into, old, sources)
+    replace = bool(getattr(args, "replace", False))
+    merged = merge_files(into, old, sources, replace=replace)
     target = Path(args.out) if args.out else into
     if target.resolve() != into.resolve() and target.exists() and not args.force:
         raise MatlangError(
@@ -227,6 +325,7 @@ def bench(args: argparse.Namespace) -> int:
             "bench": merged["bench"],
             "model": merged.get("model"),
             "added": added(old, merged),
+            **({"replaced": replaced(old, merged)} if replace else {}),
             **headline(merged),
             "partial": merged.get("partial"),
         }

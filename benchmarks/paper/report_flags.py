@@ -154,10 +154,15 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
         )
     if is_dirty(data):
         marks += MARK_DIRTY
-        digest = data.get("git_diff_sha256")
+        piece = next(
+            p
+            for p in [data, *data.get("earlier", [])]
+            if str(p.get("git_commit") or "").endswith("+dirty")
+        )
+        digest = piece.get("git_diff_sha256")
         bits.append(
             "written from a tree with uncommitted changes (`git_commit` "
-            f"`{str(data.get('git_commit'))[:12]}…+dirty`"
+            f"`{str(piece.get('git_commit'))[:12]}…+dirty`"
             + (f", diff sha256 `{digest[:12]}`" if digest else ", diff not recorded")
             + "): the code that ran is not one commit"
         )
@@ -213,17 +218,32 @@ TABLE2_DATASET_NOTE: dict[str, list[str]] = {
 
 
 def provenance_summary(records: Sequence[dict[str, Any]]) -> list[str]:
-    """A paragraph: how many of the result files were written from a dirty tree."""
+    """A paragraph: how many of the result files were written from a dirty tree, and how many
+    pieces were re-run from a clean one in their place (``bench merge --replace``)."""
     dirty = [d for d in records if is_dirty(d)]
-    if not dirty:
+    redone = [d for d in records if d.get("replaced")]
+    if not dirty and not redone:
         return []
-    return [
-        f"Provenance: {len(dirty)} of {len(records)} result files read here were written from a "
-        f"tree with uncommitted changes (marked {MARK_DIRTY}); result files in `results/` are "
-        "now written only from a clean tree, and a run from a dirty tree records its diff's "
-        "SHA-256 (`git_diff_sha256`).",
-        "",
-    ]
+    if dirty:
+        head = (
+            f"Provenance: {len(dirty)} of {len(records)} result files read here were written "
+            f"from a tree with uncommitted changes (marked {MARK_DIRTY}); result files in "
+            "`results/` are now written only from a clean tree, and a run from a dirty tree "
+            "records its diff's SHA-256 (`git_diff_sha256`)."
+        )
+    else:
+        head = (
+            f"Provenance: every one of the {len(records)} result files read here was written "
+            "from a clean tree, at the commit each piece records."
+        )
+    if redone:
+        pieces = sum(len(d["replaced"]) for d in redone)
+        head += (
+            f" In {len(redone)} of them, {pieces} earlier piece(s) were re-run from a clean "
+            "tree and replaced (`matlang bench merge --replace`; the replaced pieces are kept "
+            "in each file under `replaced`)."
+        )
+    return [head, ""]
 
 
 def training_note(cfg: dict[str, Any], runs: Sequence[dict[str, Any]]) -> str:

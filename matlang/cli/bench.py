@@ -272,6 +272,12 @@ def register(sub: Any) -> None:
     mrg.add_argument("sources", metavar="FROM", nargs="+", help="result files to add, in order")
     mrg.add_argument("--out", metavar="FILE", help="write the merged file here instead of INTO")
     mrg.add_argument("--force", action="store_true", help="replace an existing --out FILE")
+    mrg.add_argument(
+        "--replace",
+        action="store_true",
+        help="FROM's runs take the place of INTO's runs of the same seeds, folds or pairs (a "
+        "clean re-run of a piece); INTO's pieces wholly replaced move to its 'replaced' list",
+    )
     mrg.add_argument("--dry-run", action="store_true", help="check and summarise, write nothing")
     mrg.add_argument("--json", action="store_true", help="print the summary as JSON")
     mrg.set_defaults(func=_merge)

@@ -314,6 +314,11 @@ def test_report_counts_the_dirty_files(report_text: str) -> None:
     )
     if dirty:
         assert f"Provenance: {dirty} of {len(rows)} result files" in report_text
+    elif any(d.get("replaced") for d in rows):
+        assert f"Provenance: every one of the {len(rows)} result files" in report_text
+    redone = sum(len(d.get("replaced", [])) for d in rows)
+    if redone:
+        assert f"{redone} earlier piece(s) were re-run from a clean tree" in report_text
 
 
 def test_report_says_what_differs_from_the_paper(report_text: str) -> None:

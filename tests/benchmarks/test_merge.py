@@ -170,3 +170,75 @@ def test_merge_refuses_what_is_not_a_result_file(
     err = capsys.readouterr().err
     assert f"matlang bench merge {other}: it or {count} lacks a field" in err
     assert "Traceback" not in err
+
+
+def test_merge_replace_count_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], small_paperlike: None
+) -> None:
+    """A clean re-run of seeds takes their place: the piece it wholly replaces moves to
+    "replaced" (kept, no longer the file's provenance), a piece it replaces in part stays."""
+    from benchmarks.records import is_dirty
+
+    def count(out: str, *extra: str) -> int:
+        base = ["bench", "count", "--task", "star", "--model", "gin", "--dataset", "paperlike"]
+        small = ["--epochs", "1", "--json", "--no-progress", "--out", str(tmp_path / out)]
+        return main([*base, *small, *extra])
+
+    name = "count-paperlike-star-gin.json"
+    assert count("a", "--seeds", "1") == 0
+    assert count("a", "--seeds", "2", "--first-seed", "1", "--append") == 0
+    assert count("c", "--seeds", "2") == 0
+    capsys.readouterr()
+    into, again = tmp_path / "a" / name, tmp_path / "c" / name
+    a, c = _read(into), _read(again)
+    # seed 0 as if from a dirty tree, the rest from a clean one (whatever this tree is)
+    a["git_commit"] = c["git_commit"] = "1" * 40
+    a["earlier"][0]["git_commit"] = "0" * 40 + "+dirty"
+    into.write_text(json.dumps(a))
+    again.write_text(json.dumps(c))
+    assert is_dirty(a)
+    assert main(["bench", "merge", str(into), str(again)]) == 1  # without --replace: refused
+    assert "already has seed(s) [0, 1]" in capsys.readouterr().err
+    assert main(["bench", "merge", str(into), str(again), "--replace", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["replaced"] == {"seeds": [0, 1]} and printed["added"] == {"seeds": []}
+    merged = _read(into)
+    assert merged["seeds"] == [0, 1, 2]
+    assert merged["runs"][:2] == c["runs"] and merged["runs"][2] == a["runs"][2]
+    # the same seeds train to the same numbers: the median is unchanged
+    assert merged["per_seed"] == a["per_seed"]
+    assert merged["median_test_mse"] == statistics.median(a["per_seed"])
+    # seed 0's piece (dirty) wholly replaced: kept under "replaced", the file is clean
+    assert [p["git_commit"] for p in merged["replaced"]] == ["0" * 40 + "+dirty"]
+    assert merged["replaced"][0]["replaced_parts"] == [0]
+    assert merged["replaced"][0]["replaced_by"] == c["command"]
+    assert not is_dirty(merged)
+    # the --append piece (seeds 1, 2) lost seed 1 only: it stays, saying so
+    assert merged["command"] == c["command"]
+    assert merged["earlier"][0]["command"] == a["command"]
+    assert merged["earlier"][0]["seeds"] == [0, 1, 2]
+    assert merged["earlier"][0]["replaced_parts"] == [1]
+    assert len(merged["earlier"]) == 1
+
+
+@needs_brec
+def test_merge_replace_brec_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def wl(out: str, pairs: str) -> int:
+        base = ["bench", "brec", "--model", "3-wl", "--json", "--no-progress"]
+        return main([*base, "--pairs", pairs, "--out", str(tmp_path / out)])
+
+    assert wl("a", "0:2") == 0 and wl("b", "110") == 0 and wl("c", "0:2") == 0
+    capsys.readouterr()
+    a, b, c = (tmp_path / d / "brec-3-wl.json" for d in "abc")
+    assert main(["bench", "merge", str(a), str(b)]) == 0
+    capsys.readouterr()
+    first = _read(a)
+    assert main(["bench", "merge", str(a), str(c), "--replace", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["replaced"] == {"pairs": [0, 1]}
+    merged = _read(a)
+    assert [r["pair"] for r in merged["per_pair"]] == [0, 1, 110]
+    assert merged["separated"] == first["separated"] == 2
+    assert merged["pairs_run"] == [0, 1]
+    # the piece that ran pairs 0 and 1 is replaced; the one that ran 110 stays
+    assert [p["pairs_run"] for p in merged["replaced"]] == [[0, 1]]
+    assert [p["pairs_run"] for p in merged["earlier"]] == [[110]]
