@@ -239,7 +239,7 @@ def provenance_summary(records: Sequence[dict[str, Any]]) -> list[str]:
     if redone:
         pieces = sum(len(d["replaced"]) for d in redone)
         head += (
-            f" In {len(redone)} of them, {pieces} earlier piece(s) were re-run from a clean "
+            f" In {len(redone)} result file(s), {pieces} earlier piece(s) were re-run from a clean "
             "tree and replaced (`matlang bench merge --replace`; the replaced pieces are kept "
             "in each file under `replaced`)."
         )
