@@ -62,7 +62,7 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     cell("count", "gat", list(range(9)), "triangle")
     cell("exp-classify", "gnnml3-sigmoid", [0])  # a variant beside the paper's rows
     cell("count", "gin", [0], "pattern:C5")  # beyond the paper
-    lines = plan.jobs(tmp_path)
+    lines = plan.jobs(tmp_path, wanted=())
     seeds = [
         (w[w.index("--model") + 1], int(w[w.index("--first-seed") + 1]))
         for w in map(shlex.split, lines)
@@ -71,7 +71,19 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     assert seeds == [*ppgn, ("gcn", 8), ("gat", 9), ("gcn", 9)]
     assert all("--device cuda" in line for line in lines[:8])
     assert all("--device cpu" in line for line in lines[8:])
-    assert plan.jobs(tmp_path, gpu_models=(), benches=("count",)) == [lines[-2]]
+    assert plan.jobs(tmp_path, gpu_models=(), benches=("count",), wanted=()) == [lines[-2]]
+    # a cell no file has begun: every seed from 0, on the GPU for PPGN, after the files' GPU jobs
+    name = "filter-twodgrid30-band-ppgn.authors-arch.json"
+    wanted = ((name, "matlang bench filter --task band --model ppgn --arch authors --epochs 2000"),)
+    more = plan.jobs(tmp_path, wanted=wanted)
+    assert more[:8] == lines[:8] and more[18:] == lines[8:]
+    assert [shlex.split(x)[shlex.split(x).index("--first-seed") + 1] for x in more[8:18]] == [
+        str(s) for s in range(10)
+    ]
+    assert all("--arch authors" in x and "--device cuda" in x for x in more[8:18])
+    assert "--epochs 2000" in more[8]
+    _write(tmp_path, name, {"bench": "filter", "model": "ppgn", "seeds": list(range(10))})
+    assert plan.jobs(tmp_path, wanted=wanted) == lines  # begun (here: complete): its file rules
     assert plan.main(["jobs", "--results", str(tmp_path), "--bench", "iso"]) == 1
 
 
