@@ -355,7 +355,8 @@ def count_test(
     4); ``options`` replace other fields of the model's configuration (``learn_supports``,
     ``num_bands``, ``receptive_field`` … :func:`~runtime.models.replace_fields`);
     ``stack_seeds`` > 1 trains that many seeds at a time as one stacked model
-    (:mod:`benchmarks.paper.stacked`, GNNML3 only), ``on_seed`` after every group.
+    (:mod:`benchmarks.paper.stacked`: GNNML3, MLP, GCN, ChebNet, GAT), ``on_seed`` after
+    every group.
     """
     check_limit(limit)
     check_pattern_model(task, model, sentence)

@@ -1,4 +1,8 @@
-"""Several seeds of one small-graph GNNML3 trained at once, as one stacked dense model.
+"""Several seeds of one small-graph model trained at once, as one stacked dense model.
+
+GNNML3 here; the models whose layers are fixed supports times weights (MLP, GCN, ChebNet) and
+GAT in :mod:`benchmarks.paper.stacked_support`. :func:`stack_models` picks the stacked form of
+a list of models, :func:`run_seeds_stacked` trains it.
 
 At the authors' counting protocol (batch 10 of 10-node graphs) a GNNML3 step is ~100 nodes:
 its cost is the ~300 small tensor operations of a forward and backward pass, not arithmetic.
@@ -182,20 +186,21 @@ def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return out if bias is None else out + bias.unsqueeze(1)
 
 
-class StackedGNNML3:
-    """``K`` GNNML3 models of one architecture as stacked parameters (``(K, …)`` each, named
-    as in the model's ``state_dict``), with a dense forward over ``(K, B, n, …)`` batches.
+class StackedModel:
+    """``K`` models of one architecture as stacked parameters (``(K, …)`` each, named as in
+    the model's ``state_dict``), with a dense forward over ``(K, B, n, …)`` batches (each
+    subclass's :meth:`forward`, and :meth:`densify` for its inputs).
 
     Args:
-        models: the seeds' models, built alike (:func:`check_stackable`).
+        models: the seeds' models, built alike (``check(model)`` for each, which returns it).
     """
 
-    def __init__(self, models: Sequence[nn.Module]) -> None:
+    def __init__(self, models: Sequence[nn.Module], check: Callable[[nn.Module], Any]) -> None:
         if not models:
             raise MatlangError("no models to stack")
-        first = check_stackable(models[0])
+        first = check(models[0])
         for m in models[1:]:
-            check_stackable(m)
+            check(m)
         names = [n for n, p in first.named_parameters() if p.requires_grad]
         self.model = first
         self.k = len(models)
@@ -208,6 +213,57 @@ class StackedGNNML3:
 
     def _get(self, name: str) -> Tensor | None:
         return self.params.get(name)
+
+    def forward(self, batch: DenseBatch) -> Tensor:
+        """Outputs ``(K, B, out)`` of a ``(K, B, …)`` :class:`DenseBatch`."""
+        raise NotImplementedError
+
+    def densify(self, data: GraphSet) -> DenseGraphs:
+        """``data``'s graphs as this model's dense inputs."""
+        raise NotImplementedError
+
+    def sum_readout_and_head(self, h: Tensor, node: Tensor) -> Tensor:
+        """The sum readout of ``h`` ``(K, B·n, d)`` over real nodes (``node`` ``(K, B, n)``),
+        then the model's head (ReLU between its linear layers), ``(K, B, out)``."""
+        k, b, n = node.shape
+        r = (h.reshape(k, b, n, -1) * node.unsqueeze(-1)).sum(2)
+        for j in range(len(self.model.head.linears)):
+            if j:
+                r = torch.relu(r)
+            p = self.params
+            r = _linear(r, p[f"head.linears.{j}.weight"], self._get(f"head.linears.{j}.bias"))
+        return r
+
+    @torch.no_grad()
+    def squared_errors(self, data: DenseGraphs, chunk: int = EVAL_CHUNK) -> Tensor:
+        """Each seed's sum of squared errors over every graph of ``data``, ``(K,)``."""
+        total = torch.zeros(self.k, dtype=torch.float64)
+        for lo in range(0, len(data), chunk):
+            batch = data.take(torch.arange(lo, min(len(data), lo + chunk))).expand(self.k)
+            total += torch.square(self.forward(batch) - batch.y).sum(dim=(1, 2)).double()
+        return total
+
+    def state(self) -> dict[str, Tensor]:
+        """A copy of the stacked parameters."""
+        return {n: t.detach().clone() for n, t in self.params.items()}
+
+    def load(self, state: dict[str, Tensor]) -> None:
+        """Every seed's parameters from ``state`` (a :meth:`state`)."""
+        with torch.no_grad():
+            for n, t in self.params.items():
+                t.copy_(state[n])
+
+
+class StackedGNNML3(StackedModel):
+    """``K`` GNNML3 models (:func:`check_stackable`) as one :class:`StackedModel`."""
+
+    model: GNNML3
+
+    def __init__(self, models: Sequence[nn.Module]) -> None:
+        super().__init__(models, check_stackable)
+
+    def densify(self, data: GraphSet) -> DenseGraphs:
+        return densify(self.model, data)
 
     def _support_features(self, c: Tensor, pre: str, form: str) -> Tensor:
         """``mlp_1(C') ‖ mlp_2(C') ⊙ mlp_3(C')`` of layer ``pre`` (Eq. 7) in ``form`` (the
@@ -270,31 +326,25 @@ class StackedGNNML3:
             if b5 is not None and b6 is not None:
                 left, right = left + b5.unsqueeze(1), right + b6.unsqueeze(1)
             h = torch.relu(torch.cat([conv_out, left * right], dim=-1))
-        r = (h.reshape(k, b, n, -1) * node.unsqueeze(-1)).sum(2)  # the sum readout
-        for j in range(len(self.model.head.linears)):
-            if j:
-                r = torch.relu(r)
-            r = _linear(r, self.params[f"head.linears.{j}.weight"], p(f"head.linears.{j}.bias"))
-        return r
+        return self.sum_readout_and_head(h, node)
 
-    @torch.no_grad()
-    def squared_errors(self, data: DenseGraphs, chunk: int = EVAL_CHUNK) -> Tensor:
-        """Each seed's sum of squared errors over every graph of ``data``, ``(K,)``."""
-        total = torch.zeros(self.k, dtype=torch.float64)
-        for lo in range(0, len(data), chunk):
-            batch = data.take(torch.arange(lo, min(len(data), lo + chunk))).expand(self.k)
-            total += torch.square(self.forward(batch) - batch.y).sum(dim=(1, 2)).double()
-        return total
 
-    def state(self) -> dict[str, Tensor]:
-        """A copy of the stacked parameters."""
-        return {n: t.detach().clone() for n, t in self.params.items()}
+def stack_models(models: Sequence[nn.Module]) -> StackedModel:
+    """The stacked form of ``models`` (one per seed, built alike): GNNML3, or a model of
+    :data:`benchmarks.paper.stacked_support.STACKABLE`; else an error naming what stacks."""
+    from benchmarks.paper.stacked_support import STACKABLE, StackedSupport
 
-    def load(self, state: dict[str, Tensor]) -> None:
-        """Every seed's parameters from ``state`` (a :meth:`state`)."""
-        with torch.no_grad():
-            for n, t in self.params.items():
-                t.copy_(state[n])
+    if not models:
+        raise MatlangError("no models to stack")
+    if isinstance(models[0], GNNML3):
+        return StackedGNNML3(models)
+    if type(models[0]) in STACKABLE:
+        return StackedSupport(models)
+    known = ", ".join(["GNNML3", *(c.__name__ for c in STACKABLE)])
+    raise MatlangError(
+        f"seeds can be stacked for {known} only, not {type(models[0]).__name__}; "
+        "train the seeds one at a time"
+    )
 
 
 def run_seeds_stacked(
@@ -329,15 +379,11 @@ def run_seeds_stacked(
         for seed in group:
             seed_everything(seed)
             models.append(build())
-        stacked = StackedGNNML3(models)
+        stacked = stack_models(models)
         info = info or describe_model(stacked.model)
         # the graphs depend on the architecture only: densified once for every group
         if sets is None:
-            sets = (
-                densify(stacked.model, train),
-                densify(stacked.model, val),
-                densify(stacked.model, test),
-            )
+            sets = (stacked.densify(train), stacked.densify(val), stacked.densify(test))
         tr, va, te = sets
         runs += _fit_stacked(stacked, group, tr, va, te, config, desc, start)
         if on_seed is not None:
@@ -346,7 +392,7 @@ def run_seeds_stacked(
 
 
 def _fit_stacked(
-    stack: StackedGNNML3,
+    stack: StackedModel,
     seeds: list[int],
     tr: DenseGraphs,
     va: DenseGraphs,
@@ -425,7 +471,9 @@ __all__ = [
     "DenseBatch",
     "DenseGraphs",
     "StackedGNNML3",
+    "StackedModel",
     "check_stackable",
     "densify",
     "run_seeds_stacked",
+    "stack_models",
 ]

@@ -127,9 +127,9 @@ def register(sub: Any) -> None:
         type=_positive,
         default=1,
         metavar="K",
-        help="train K seeds at once as one stacked dense model (GNNML3 on small graphs: the "
-        "same runs to float rounding, ~4x the seeds per hour at batch 10); the file is "
-        "saved after every K seeds",
+        help="train K seeds at once as one stacked dense model (GNNML3, MLP, GCN, ChebNet, "
+        "GAT on small graphs: the same runs to float rounding, several times the seeds per "
+        "hour); the file is saved after every K seeds",
     )
     _nproc(cnt)
     _device(cnt, "one process, without --stack-seeds")

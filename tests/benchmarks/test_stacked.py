@@ -129,7 +129,7 @@ def test_stacking_refuses_what_it_does_not_compute() -> None:
     cfg = TrainConfig(epochs=1, progress=False)
     data = _set(6, 0)
     gin = lambda: make_model("gin", 2, 1, protocol="count")  # noqa: E731
-    with pytest.raises(MatlangError, match="GNNML3 only"):
+    with pytest.raises(MatlangError, match="GNNML3, MLP, GCN, ChebNet, GAT only, not GIN"):
         run_seeds_stacked([0, 1], gin, data, data, data, cfg)
     with pytest.raises(MatlangError, match="no dropout"):
         run_seeds_stacked([0], _build(dropout=0.5), data, data, data, cfg)
@@ -189,7 +189,7 @@ def test_bench_count_stack_seeds_cli(
     assert "drop --nproc" in capsys.readouterr().err
     gin = ["bench", "count", "--task", "triangle", "--model", "gin", "--dataset"]
     assert main([*gin, *small, "--seeds", "2", "--stack-seeds", "2"]) == 1
-    assert "GNNML3 only" in capsys.readouterr().err
+    assert "stacked for GNNML3, MLP, GCN, ChebNet, GAT only, not GIN" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not datasets.data_available(), reason="data folder not found")
