@@ -70,12 +70,18 @@ def command_line(
     return " ".join(shlex.quote(w) for w in words)
 
 
+def weight_decay(args: argparse.Namespace, default: float = 0.0) -> float:
+    """``--weight-decay``, or ``default`` where it is not given."""
+    given = getattr(args, "weight_decay", None)
+    return default if given is None else float(given)
+
+
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The training settings of the command line."""
     return TrainConfig(
         epochs=args.epochs,
         lr=args.lr,
-        weight_decay=args.weight_decay,
+        weight_decay=weight_decay(args),
         batch_size=args.batch_size,
         stop_below=args.stop_below,
         progress=not args.no_progress,
@@ -89,7 +95,7 @@ def train_record(args: argparse.Namespace) -> dict[str, Any]:
         "optimizer": "Adam",
         "epochs_max": args.epochs,
         "lr": args.lr,
-        "weight_decay": args.weight_decay,
+        "weight_decay": weight_decay(args),
         "batch_size": args.batch_size,
         "stop_below": args.stop_below,
         "selection": "epoch of lowest validation loss",

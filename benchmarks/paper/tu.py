@@ -40,6 +40,7 @@ from matlang.runtime.datasets import TUData
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from benchmarks.paper.common import weight_decay
 from benchmarks.paper.distributed import (
     Group,
     check_device,
@@ -50,12 +51,12 @@ from benchmarks.paper.distributed import (
 )
 from benchmarks.paper.train import adam
 from benchmarks.paper.tu_protocols import (
-    AUTHORS,
     CONTINUOUS,
     CONTINUOUS_FEATURES,
     DATASETS,
     PAPER,
     authors_arch,
+    authors_protocol,
     dataset_label,
 )
 from benchmarks.records import APPEND, Parts, check_same_settings
@@ -491,15 +492,15 @@ def bench(args: argparse.Namespace) -> int:
     seeds = _seeds(args)
     device = check_device(getattr(args, "device", "cpu"), args.nproc)
     authors = getattr(args, "protocol", "paper") == "authors"
-    protocol = AUTHORS[args.dataset] if authors else PAPER
     arch = (
         authors_arch(args.dataset, args.model) if getattr(args, "arch", "ours") == "authors" else {}
     )
+    protocol = authors_protocol(args.dataset, args.model, bool(arch)) if authors else PAPER
     settings = TUSettings(
         epochs=protocol.epochs if args.epochs is None else args.epochs,
         batch_size=protocol.batch_size if args.batch_size is None else args.batch_size,
         lr=args.lr,
-        weight_decay=args.weight_decay,
+        weight_decay=weight_decay(args, protocol.weight_decay),
         seed=seeds[0],
         progress=not args.no_progress,
         degree=protocol.degree,
@@ -617,9 +618,13 @@ def resume_message(
                     command_line(parser, args, drop, seed=seed, folds=f"{a}:{b}", append=True)
                 )
     whole = args.append or sorted({k for _, k in planned}) == list(range(1, 11))
-    how = "train the rest with" if whole else (
-        f"{path.name} is a file of its own (--folds without --append) and is not continued; "
-        "the folds still missing go into the 10-fold file with"
+    how = (
+        "train the rest with"
+        if whole
+        else (
+            f"{path.name} is a file of its own (--folds without --append) and is not continued; "
+            "the folds still missing go into the 10-fold file with"
+        )
     )
     return (
         f"interrupted: {len(planned) - len(rest)} of this run's {len(planned)} folds saved in "

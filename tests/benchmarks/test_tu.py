@@ -130,7 +130,7 @@ def test_enzymes_cont_reads_every_feature_column() -> None:
     # the authors' enzymes_contfeat.py: 200 epochs at batch 60, degree, standardised
     from benchmarks.paper.tu_protocols import AUTHORS
 
-    assert AUTHORS["enzymes-cont"] == (200, 60, True, True)
+    assert AUTHORS["enzymes-cont"] == (200, 60, True, True, 0.0)
 
 
 @pytest.mark.data
@@ -380,7 +380,7 @@ def test_authors_architectures_are_our_models_with_their_fields() -> None:
     from matlang.errors import MatlangError
     from matlang.graphs import Graph
 
-    assert AUTHORS["enzymes"] == (400, 60, True, True) and not AUTHORS["mutag"].standardize
+    assert AUTHORS["enzymes"] == (400, 60, True, True, 0.0) and not AUTHORS["mutag"].standardize
     net = build("gnnml3", 4, 6, authors_arch("enzymes", "gnnml3"))
     cfg = net.config
     assert (cfg.hidden, cfg.product_channels, cfg.layers) == (64, 0, 4)
@@ -612,3 +612,59 @@ def test_model_variants_train_on_tu_and_help_lists_them(tmp_path, capsys) -> Non
     assert "gnnml3-adjacency" in capsys.readouterr().out
     assert main([*args, "--model", "gnnml3-laplace"]) == 1
     assert "gnnml3-adjacency" in capsys.readouterr().err
+
+
+def test_authors_enzymes_cont_gnnml3_is_their_tensorflow_script() -> None:
+    """``--protocol authors --arch authors`` on ENZYMES-cont: the model of
+    ``enzymes_contfeats_gnnml3_tf.py`` — its supports transcribed from the script (numpy:
+    I, then three Gaussian bands of width ``dv = 1`` centred on ``linspace(λmin, λmax, 3)`` of
+    the normalised Laplacian, masked by ``M = (A + I)^16 > 0``) equal ours on a path of 20
+    nodes (where M leaves out the pairs 17 or more hops apart) and a random graph; two layers
+    of 200, mean and max readouts, a head of 100; 400 epochs of 3 updates with L2 1e-4."""
+    import numpy as np
+    from matlang.runtime.batch import Batch
+
+    from benchmarks.paper.tu import build
+    from benchmarks.paper.tu_protocols import authors_arch, authors_protocol
+    from matlang.graphs import Graph
+
+    def theirs(a: np.ndarray) -> np.ndarray:  # the script's loop, one graph, (S, n, n)
+        n = a.shape[0]
+        d = a.sum(axis=0)
+        with np.errstate(divide="ignore"):
+            dis = 1 / np.sqrt(d)
+        dis[np.isinf(dis)] = 0
+        dd = np.diag(dis)
+        nl = np.eye(n) - (a.dot(dd)).T.dot(dd)
+        v, u = np.linalg.eigh(nl)
+        v[v < 0] = 0
+        m = a + np.eye(n)
+        for _ in range(1, 5):  # recfield = 5
+            m = m.dot(m)
+        m = m > 0
+        sp = np.zeros((4, n, n))
+        sp[0] = np.eye(n)
+        for i, f in enumerate(np.linspace(v.min(), v.max(), 3)):
+            sp[i + 1] = m * (u.dot(np.diag(np.exp(-((v - f) ** 2)))).dot(u.T))
+        return sp
+
+    path = np.diag(np.ones(19), 1)
+    rng = np.random.default_rng(3)
+    rand = np.triu((rng.random((12, 12)) < 0.3).astype(float), 1)
+    net = build("gnnml3", 22, 6, authors_arch("enzymes-cont", "gnnml3"))
+    cfg = net.config
+    for a in (path + path.T, rand + rand.T):
+        n = a.shape[0]
+        batch = Batch.from_graphs([Graph(a.astype(int), "g", np.zeros((n, 22)))])
+        sup = net.supports(batch, torch.float64)
+        ours = np.zeros((sup.num_supports, n, n))
+        row, col = sup.edge_index.numpy()
+        ours[:, row, col] = sup.edge_attr.numpy().T
+        assert cfg.support.names == ("band0", "band1", "band2", "all_pass")  # theirs: I first
+        np.testing.assert_allclose(ours, theirs(a)[[1, 2, 3, 0]], atol=1e-6)
+    assert not (theirs(path + path.T)[1] != 0)[0, 17:].any()  # beyond 16 hops: masked
+    assert (cfg.hidden, cfg.product_channels, cfg.layers, cfg.head) == (200, 0, 2, (100,))
+    assert cfg.readout == ("mean", "max") and cfg.dropout == 0.1 and not cfg.learn_supports
+    assert authors_protocol("enzymes-cont", "gnnml3", True) == (400, 180, True, True, 1e-4)
+    # without --arch authors the dataset's protocol (enzymes_contfeat.py's) stays
+    assert authors_protocol("enzymes-cont", "gnnml3", False) == (200, 60, True, True, 0.0)
