@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 from matlang.runtime.batch import Batch
-from matlang.runtime.models.base import input_features
+from matlang.runtime.models.base import GraphModel, input_features
 from matlang.runtime.models.gnnml3 import GNNML3, support_features
 from torch import Tensor, nn
 from tqdm.auto import tqdm
@@ -93,6 +93,23 @@ class DenseGraphs:
         )
 
 
+def check_needs(model: GraphModel, extra: Sequence[tuple[bool, str]] = ()) -> None:
+    """An error naming what a stacked forward needs and ``model`` lacks: a graph-level task,
+    the sum readout without normalisation, no dropout, no output activation (every stacked
+    model's), and what ``extra`` lists as ``(lacking, what)``."""
+    cfg = model.config
+    shared = (
+        (model.task != "graph", "a graph-level task"),
+        (tuple(cfg.readout) != ("sum",), "the sum readout"),
+        (cfg.readout_norm, "no readout normalisation"),
+        (cfg.dropout != 0, "no dropout"),
+        (cfg.output_activation is not None, "no output activation"),
+    )
+    reasons = [why for bad, why in (*shared, *extra) if bad]
+    if reasons:
+        raise MatlangError(f"stacked {type(model).__name__} training needs {', '.join(reasons)}")
+
+
 def check_stackable(model: nn.Module) -> GNNML3:
     """``model`` if the stacked path computes exactly what its forward does, else an error."""
     if not isinstance(model, GNNML3):
@@ -100,14 +117,9 @@ def check_stackable(model: nn.Module) -> GNNML3:
             f"seeds can be stacked for GNNML3 only, not {type(model).__name__}; "
             "train the seeds one at a time"
         )
-    cfg = model.config
-    reasons = [
-        why
-        for bad, why in (
-            (model.task != "graph", "a graph-level task"),
-            (tuple(cfg.readout) != ("sum",), "the sum readout"),
-            (cfg.dropout != 0, "no dropout"),
-            (cfg.output_activation is not None, "no output activation"),
+    check_needs(
+        model,
+        (
             (any(c.activation != "relu" for c in model.convs), "ReLU layers"),
             (
                 any(c.product_activation != "identity" for c in model.convs),
@@ -117,11 +129,8 @@ def check_stackable(model: nn.Module) -> GNNML3:
                 any(not c.activate_product for c in model.convs),
                 "the layer's ReLU over the product part too",
             ),
-        )
-        if bad
-    ]
-    if reasons:
-        raise MatlangError(f"stacked GNNML3 training needs {', '.join(reasons)}")
+        ),
+    )
     return model
 
 
@@ -472,6 +481,7 @@ __all__ = [
     "DenseGraphs",
     "StackedGNNML3",
     "StackedModel",
+    "check_needs",
     "check_stackable",
     "densify",
     "run_seeds_stacked",

@@ -35,6 +35,7 @@ from benchmarks.paper.stacked import (
     DenseBatch,
     DenseGraphs,
     StackedModel,
+    check_needs,
 )
 from benchmarks.paper.train import GraphSet
 from matlang.errors import MatlangError
@@ -49,25 +50,16 @@ def check_support_model(model: nn.Module) -> GraphModel:
     if type(model) not in STACKABLE:
         raise MatlangError(f"{type(model).__name__} is not a model this module stacks")
     assert isinstance(model, GraphModel)
-    cfg = model.config
-    reasons = [
-        why
-        for bad, why in (
-            (model.task != "graph", "a graph-level task"),
-            (tuple(cfg.readout) != ("sum",), "the sum readout"),
-            (cfg.dropout != 0, "no dropout"),
-            (cfg.readout_norm, "no readout normalisation"),
-            (cfg.output_activation is not None, "no output activation"),
-            (cfg.activation != "relu", "ReLU layers"),
+    check_needs(
+        model,
+        (
+            (model.config.activation != "relu", "ReLU layers"),
             (
                 isinstance(model, GAT) and any(not c.concat for c in model.convs),
                 "GAT heads concatenated",
             ),
-        )
-        if bad
-    ]
-    if reasons:
-        raise MatlangError(f"stacked {type(model).__name__} training needs {', '.join(reasons)}")
+        ),
+    )
     return model
 
 

@@ -122,3 +122,7 @@ def test_stacking_refuses_what_it_does_not_compute() -> None:
         run_seeds_stacked([0], _build("gcn", dropout=0.5), data, data, data, cfg)
     with pytest.raises(MatlangError, match="the sum readout"):
         run_seeds_stacked([0], _build("mlp", readout=("mean",)), data, data, data, cfg)
+    # batch-normalised readouts are not in any stacked forward (GNNML3's took them before)
+    for model in ("gnnml3", "chebnet"):
+        with pytest.raises(MatlangError, match="needs no readout normalisation"):
+            run_seeds_stacked([0], _build(model, readout_norm=True), data, data, data, cfg)
