@@ -3,6 +3,7 @@
 usage::
 
     python -m benchmarks.paper.plan jobs [--results DIR] [--gpu MODELS] [--bench BENCHES]
+                                         [--stack]
     python -m benchmarks.paper.plan collect PIECES [--results DIR] [--dry-run]
 
 ``jobs`` reads every protocol result file of ``DIR`` (``results/``; the files the report's
@@ -18,7 +19,8 @@ stopped at its deadline has moved every cell. Cells beyond the paper (``count --
 pattern:…``), variants and models without a number in the paper (``compiled``) are not
 listed. Cells the tables want that no file has begun (:data:`WANTED`: the authors' PPGN of
 ``filtering.py``) are listed from seed 0 with the command that starts them, until their file
-exists.
+exists. ``--stack``: a CPU ``count`` cell whose model stacks gets one job for its missing
+seeds, trained together (``--stack-seeds``), instead of one job a seed.
 
 ``collect`` finds the result files under ``PIECES`` (``.ci/gpu-runs`` brings one folder per
 job back: ``PIECES/NNN/<name>.json``) and adds each one's runs to ``DIR/<name>`` with ``matlang
@@ -99,9 +101,10 @@ def missing_seeds(record: dict[str, Any], paper: int) -> list[int]:
     return out
 
 
-def seed_command(command: str, seed: int, device: str) -> str:
+def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
     """``command`` (a result file's, ``matlang bench …``) training only ``seed`` on
-    ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``."""
+    ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``.
+    ``count`` > 1: the seeds ``seed … seed + count − 1``, stacked (``--stack-seeds``)."""
     words = shlex.split(command)
     if words[:1] == ["matlang"]:
         words = words[1:]
@@ -118,9 +121,25 @@ def seed_command(command: str, seed: int, device: str) -> str:
             skip = _OWN_OPTIONS[name] and "=" not in w
             continue
         kept.append(w)
-    kept += ["--seeds", "1", "--first-seed", str(seed), "--device", device]
+    kept += ["--seeds", str(count), "--first-seed", str(seed), "--device", device]
+    kept += ["--stack-seeds", str(count)] if count > 1 else []
     kept += ["--threads", "1", "--json", "--no-progress"]
     return shlex.join(kept)
+
+
+#: The models ``bench count --stack-seeds`` trains stacked (benchmarks.paper.stacked).
+STACKED_COUNT_MODELS = frozenset({"gnnml3", "mlp", "gcn", "chebnet", "gat"})
+
+
+def runs_of(seeds: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive seeds as ``(first, count)`` runs, in order."""
+    out: list[tuple[int, int]] = []
+    for s in seeds:
+        if out and out[-1][0] + out[-1][1] == s:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((s, 1))
+    return out
 
 
 def plan_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -154,9 +173,12 @@ def jobs(
     gpu_models: Sequence[str] = ("ppgn",),
     benches: Sequence[str] = SEED_BENCHES,
     wanted: Sequence[tuple[str, str]] = WANTED,
+    stack: bool = False,
 ) -> list[str]:
     """One command per missing seed of every cell, and of every cell of ``wanted`` that no
-    file has begun (see the module's docstring)."""
+    file has begun (see the module's docstring); ``stack``: one command per run of
+    consecutive missing seeds of a CPU ``count`` cell whose model stacks
+    (:data:`STACKED_COUNT_MODELS`), trained stacked: ~4–5× the seeds per CPU hour."""
     gpu: list[str] = []
     cells: list[list[str]] = []
     order = {b: i for i, b in enumerate(SEED_BENCHES)}
@@ -169,7 +191,14 @@ def jobs(
         if not seeds:
             continue
         on_gpu = str(data["model"]) in gpu_models
-        lines = [seed_command(str(data["command"]), s, "cuda" if on_gpu else "cpu") for s in seeds]
+        device = "cuda" if on_gpu else "cpu"
+        stacked = (
+            stack and not on_gpu and bench == "count" and str(data["model"]) in STACKED_COUNT_MODELS
+        )
+        if stacked:
+            lines = [seed_command(str(data["command"]), s, device, k) for s, k in runs_of(seeds)]
+        else:
+            lines = [seed_command(str(data["command"]), s, device) for s in seeds]
         if on_gpu:
             gpu += lines
         else:
@@ -215,6 +244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     j.add_argument("--results", default="results")
     j.add_argument("--gpu", default="ppgn", help="models that train on the GPU (comma list)")
     j.add_argument("--bench", default=",".join(SEED_BENCHES), help="benches (comma list)")
+    j.add_argument(
+        "--stack",
+        action="store_true",
+        help="one stacked job per run of missing seeds of a CPU count cell whose model stacks",
+    )
     c = sub.add_parser("collect", help="merge the pieces a queue brought back into results")
     c.add_argument("pieces")
     c.add_argument("--results", default="results")
@@ -229,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"--bench: {', '.join(unknown)}; known: {', '.join(SEED_BENCHES)}"
                 )
             gpu = [m for m in args.gpu.split(",") if m]
-            print("\n".join(jobs(Path(args.results), gpu, benches)))
+            print("\n".join(jobs(Path(args.results), gpu, benches, stack=args.stack)))
         else:
             print("\n".join(collect(Path(args.pieces), Path(args.results), dry_run=args.dry_run)))
     except MatlangError as e:

@@ -84,6 +84,17 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     assert "--epochs 2000" in more[8]
     _write(tmp_path, name, {"bench": "filter", "model": "ppgn", "seeds": list(range(10))})
     assert plan.jobs(tmp_path, wanted=wanted) == lines  # begun (here: complete): its file rules
+    # --stack: a CPU count cell whose model stacks trains its missing seeds in one stacked job
+    cell("count", "gcn", [0, 1, 2, 5], "star")
+    stacked = plan.jobs(tmp_path, benches=("count",), stack=True, wanted=())
+    star = [shlex.split(x) for x in stacked if "star" in x]
+    assert [(w[w.index("--first-seed") + 1], w[w.index("--seeds") + 1]) for w in star] == [
+        ("3", "2"),
+        ("6", "4"),
+    ]
+    assert all(w[w.index("--stack-seeds") + 1] == w[w.index("--seeds") + 1] for w in star)
+    assert plan.runs_of([3, 4, 6, 7, 8, 10]) == [(3, 2), (6, 3), (10, 1)]
+    assert "--stack-seeds" not in plan.seed_command("matlang bench count --model gcn", 3, "cpu")
     assert plan.main(["jobs", "--results", str(tmp_path), "--bench", "iso"]) == 1
 
 
