@@ -206,6 +206,15 @@ def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
     assert "seeds stacked" in out.with_suffix(".md").read_text()
     with pytest.raises(SystemExit, match="not replaced"):
         stacked.main(["--seeds", "2", "--steps", "1", "--repeats", "1", "--out", str(out)])
+    # several models, Table 2's batch: one result each, in order
+    many = tmp_path / "models.json"
+    argv = ["--seeds", "2", "--steps", "1", "--repeats", "1", "--batch-size", "64"]
+    assert stacked.main([*argv, "--models", "gcn,gat", "--out", str(many)]) == 0
+    res = json.loads(many.read_text())
+    assert [r["model"].split()[0] for r in res] == ["gcn", "gat"]
+    assert res[0]["seconds_per_seed_epoch"]["alone"] == pytest.approx(
+        res[0]["seconds_per_seed_step"]["alone"] * 24  # 1500 graphs, batch 64: 24 steps
+    )
 
 
 def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
