@@ -178,7 +178,8 @@ def jobs(
     """One command per missing seed of every cell, and of every cell of ``wanted`` that no
     file has begun (see the module's docstring); ``stack``: one command per run of
     consecutive missing seeds of a CPU ``count`` cell whose model stacks
-    (:data:`STACKED_COUNT_MODELS`), trained stacked: ~4–5× the seeds per CPU hour."""
+    (:data:`STACKED_COUNT_MODELS`), trained stacked (1.5–3× the seeds per CPU second at
+    batch 64, 3–9× at batch 10: benchmarks/stacked-models*.md)."""
     gpu: list[str] = []
     cells: list[list[str]] = []
     order = {b: i for i, b in enumerate(SEED_BENCHES)}
