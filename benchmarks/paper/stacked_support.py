@@ -30,7 +30,7 @@ from matlang.runtime.models.gcn import GCN, gcn_norm
 from matlang.runtime.models.mlp import MLP
 from torch import Tensor, nn
 
-from benchmarks.paper.stacked import (
+from benchmarks.paper.stacked_base import (
     MAX_NODES,
     DenseBatch,
     DenseGraphs,
