@@ -34,6 +34,7 @@ from benchmarks.paper.report_flags import (
     deviations,
     provenance_summary,
     run_note,
+    seed_count_sentence,
     tu_flags,
 )
 from benchmarks.records import result_name
@@ -416,10 +417,13 @@ def render(
         out += ["_No result files for this table yet._", ""]
     for ds in datasets:
         md, used = table2(results, ds, variant_rows)
+        paper_rows = [r.data for r in used if r.model in PAPER_TABLE2 and r in results]
         out += [
             f"### dataset `{ds}`",
             "",
             *TABLE2_DATASET_NOTE.get(ds, []),
+            seed_count_sentence(paper_rows, "count") if paper_rows else "",
+            "",
             md,
             "",
             _notes(used),

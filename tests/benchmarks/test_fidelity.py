@@ -540,3 +540,29 @@ def test_filter_supports_are_the_authors_recfield_5() -> None:
     full = _authors_supports(a, recfield=6, dv=10.0, nfreq=10)[:10]  # (A + I)^32
     cut = [np.linalg.norm(k * ~five) / np.linalg.norm(k) for k in full]
     assert 0.07 < min(cut) and max(cut) < 0.16
+
+
+def test_table2_seed_count_is_counted_from_the_files(report_text: str) -> None:
+    from benchmarks.paper.paper_numbers import PAPER_TABLE2
+    from benchmarks.paper.report_flags import seed_count_sentence
+
+    cells = [{"seeds": list(range(10))}, {"seeds": [0, 1, 2]}, {"seeds": [0]}]
+    assert seed_count_sentence(cells, "count") == (
+        "1 of the 3 cells ran the paper's 10 seeds; the others 1 or 3 (marked †, their notes "
+        "say how many)."
+    )
+    assert seed_count_sentence(cells[:1], "count").startswith("Every one of the 1 cells")
+    rows = [
+        d
+        for d in _results()
+        if d.get("bench") == "count"
+        and d.get("dataset") == "randomgraph"
+        and d.get("model") in PAPER_TABLE2
+        and "variant" not in d.get("config", {})
+        and not str(d.get("task", "")).startswith("pattern:")
+    ]
+    if rows:
+        full = sum(len(d["seeds"]) >= 10 for d in rows)
+        assert f"{full} of the {len(rows)} cells ran the paper's 10 seeds" in report_text or (
+            full == len(rows) and "Every one of the" in report_text
+        )
