@@ -85,24 +85,6 @@ def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
     assert not torch.allclose(out[0], out[1])  # two seeds, two models
 
 
-def test_stacked_gradients_equal_each_model() -> None:
-    data = _set(10, 3)
-    models = _models([1, 2])
-    stack = StackedGNNML3(models)
-    dense = densify(models[0], data)  # type: ignore[arg-type]
-    idx = torch.arange(len(data)).unsqueeze(0).expand(2, -1)
-    batch = dense.take(idx)
-    torch.square(stack.forward(batch) - batch.y).sum().backward()
-    batch = next(data.batches(len(data)))[0]
-    for k, model in enumerate(models):
-        model.zero_grad()
-        squared_error(model(batch), data.y).backward()
-        for name, p in model.named_parameters():
-            grad = stack.params[name].grad
-            assert grad is not None and p.grad is not None
-            torch.testing.assert_close(grad[k], p.grad, rtol=1e-4, atol=1e-5, msg=name)
-
-
 def test_stacked_training_matches_seeds_one_at_a_time() -> None:
     train, val, test = _set(30, 0), _set(12, 100), _set(12, 200)
     cfg = TrainConfig(epochs=3, batch_size=4, progress=False)
