@@ -415,9 +415,10 @@ def render(
     out += ["## Table 2: substructure counting (median test MSE)", ""]
     if not datasets:
         out += ["_No result files for this table yet._", ""]
+    protocol_files = {id(r) for r in results}  # the variant rows are other Result objects
     for ds in datasets:
         md, used = table2(results, ds, variant_rows)
-        paper_rows = [r.data for r in used if r.model in PAPER_TABLE2 and r in results]
+        paper_rows = [r.data for r in used if r.model in PAPER_TABLE2 and id(r) in protocol_files]
         out += [
             f"### dataset `{ds}`",
             "",
