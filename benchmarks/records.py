@@ -73,7 +73,8 @@ def sent_state(root: Path) -> dict[str, Any] | None:
     tracked files at that commit other than outputs, with their SHA-256, written by the sender
     from a clean tree) is here with that hash; any other file is listed as changed, and a
     missing manifest, or one written at another commit than the one named (a manifest left
-    from an earlier send), makes the whole copy unverified (dirty)."""
+    from an earlier send), makes the whole copy unverified (dirty). The commit may be named by
+    an abbreviated hash (``git rev-parse --short HEAD``); the state records the full one."""
     commit = os.environ.get("MATLANG_SENT_COMMIT", "").strip()
     if not commit:
         return None
@@ -84,6 +85,8 @@ def sent_state(root: Path) -> dict[str, Any] | None:
     else:
         lines = manifest.read_text(encoding="utf-8").splitlines()
         written_at = lines[0].removeprefix(MANIFEST_COMMIT) if lines else ""
+        if _abbreviates(commit, written_at):
+            commit = written_at  # `git rev-parse --short` names the same commit
         if not lines or not lines[0].startswith(MANIFEST_COMMIT) or written_at != commit:
             changed.append(
                 f"{SENT_MANIFEST} (written at {written_at or 'an unnamed commit'}, not "
@@ -109,6 +112,16 @@ def sent_state(root: Path) -> dict[str, Any] | None:
     if changed:
         state["diff_sha256"] = hashlib.sha256("\n".join(changed).encode("utf-8")).hexdigest()
     return state
+
+
+def _abbreviates(short: str, full: str) -> bool:
+    """Whether ``short`` is an abbreviated hash of the commit ``full`` (git's at least 7 hex
+    digits, a prefix of the 40)."""
+    return (
+        7 <= len(short) < len(full) == 40
+        and all(c in "0123456789abcdef" for c in short.lower())
+        and full.startswith(short.lower())
+    )
 
 
 def write_sent_manifest(root: Path | None = None) -> Path:

@@ -279,6 +279,19 @@ def test_a_sent_copy_is_checked_against_its_manifest(
     ]
     monkeypatch.setenv("MATLANG_SENT_COMMIT", head)
     assert not records.git_state(copy)["dirty"]  # type: ignore[index]
+    # an abbreviated hash names the same commit (the state records the full one); a prefix
+    # shorter than git's 7 digits, or of another commit, does not
+    monkeypatch.setenv("MATLANG_SENT_COMMIT", head[:7])
+    assert records.git_state(copy) == {
+        "commit": head,
+        "dirty": False,
+        "changed": [],
+        "checked_by": "manifest",
+    }
+    for other in (head[:6], ("1" if head[0] == "0" else "0") + head[1:7]):
+        monkeypatch.setenv("MATLANG_SENT_COMMIT", other)
+        assert records.git_state(copy)["dirty"]  # type: ignore[index]
+    monkeypatch.setenv("MATLANG_SENT_COMMIT", head)
     (copy / ".sent" / "manifest").unlink()
     assert records.git_state(copy)["dirty"]  # type: ignore[index]
     monkeypatch.delenv("MATLANG_SENT_COMMIT")
