@@ -8,19 +8,21 @@ usage::
 
 ``jobs`` reads every protocol result file of ``DIR`` (``results/``; the files the report's
 tables read, and Table 3's ``--arch authors`` rows) of the benches that train seeds (``count``,
-``filter``, ``exp-classify``) and prints, for each seed a cell lacks against the paper's count
-(:data:`~benchmarks.paper.report_flags.PAPER_SEEDS`), the command that trains that one seed:
-the file's own recorded command with its seed, output, thread and device options replaced (so
-the piece has the file's name and settings), one line per seed, without the leading
-``matlang`` — the job file of ``.ci/gpu-runs``. Models in ``--gpu`` (default ``ppgn``: dense
-n² tensors) train with ``--device cuda`` and come first; the others train on a core each, the
-cells taking turns (every cell's next seed before any cell's second next), so that a queue
-stopped at its deadline has moved every cell. Cells beyond the paper (``count --task
-pattern:…``), variants and models without a number in the paper (``compiled``) are not
-listed. Cells the tables want that no file has begun (:data:`WANTED`: the authors' PPGN of
-``filtering.py``) are listed from seed 0 with the command that starts them, until their file
-exists. ``--stack``: a CPU ``count`` cell whose model stacks gets one job for its missing
-seeds, trained together (``--stack-seeds``), instead of one job a seed.
+``filter``, ``exp-classify``; TU below) and prints, for each seed a cell lacks against the
+paper's count (:data:`~benchmarks.paper.report_flags.PAPER_SEEDS`), the command that trains that
+one seed: the file's own recorded command with its seed, output, thread and device options
+replaced (so the piece has the file's name and settings), one line per seed, without the leading
+``matlang`` — the job file of ``.ci/gpu-runs``. Models in ``--gpu`` (default ``ppgn``: dense n²
+tensors) train with ``--device cuda`` and come first; the others train on a core each, the cells
+taking turns (every cell's next seed before any cell's second next), so that a queue stopped at
+its deadline has moved every cell. Cells beyond the paper (``count --task pattern:…``), variants
+and models without a number in the paper (``compiled``) are not listed. Cells the tables want
+that no file has begun (:data:`WANTED`: the authors' PPGN of ``filtering.py``) are listed from
+seed 0 with the command that starts them, until their file exists. ``--stack``: a CPU ``count``
+cell whose model stacks gets one job for its missing seeds, trained together
+(``--stack-seeds``), instead of one job a seed. TU cells (``tu``, 10-fold files): the folds a
+partial file lacks and every fold of the cells of :data:`TU_WANTED` no file has begun,
+:data:`TU_FOLDS_PER_JOB` folds a job, each with ``--append`` (a piece of the 10-fold file).
 
 ``collect`` finds the result files under ``PIECES`` (``.ci/gpu-runs`` brings one folder per
 job back: ``PIECES/NNN/<name>.json``) and adds each one's runs to ``DIR/<name>`` with ``matlang
@@ -47,6 +49,8 @@ from matlang.errors import MatlangError
 
 #: The benches whose cells are medians over seeds, in the order their jobs are listed.
 SEED_BENCHES = ("filter", "exp-classify", "count")
+#: The benches ``jobs`` plans: the seed benches, then TU folds (:func:`tu_jobs`).
+PLANNED_BENCHES = (*SEED_BENCHES, "tu")
 #: Per bench, the models with a number in the paper's table (variants and ``compiled`` rows
 #: beside them are not the paper's cells).
 PAPER_MODELS: dict[str, frozenset[str]] = {
@@ -58,6 +62,8 @@ PAPER_MODELS: dict[str, frozenset[str]] = {
 _OWN_OPTIONS = {
     "--seeds": True,
     "--first-seed": True,
+    "--seed": True,
+    "--folds": True,
     "--out": True,
     "--threads": True,
     "--device": True,
@@ -84,6 +90,20 @@ WANTED: tuple[tuple[str, str], ...] = tuple(
     )
     for task in ("band", "high", "low")
 )
+
+
+#: TU cells the tables want that no result file has begun (the file's name, the command of its
+#: runs): the ENZYMES-cont column's PPGN (paper protocol) and the authors' GNNML3 for it (their
+#: TensorFlow script, ``--protocol authors --arch authors``).
+TU_WANTED: tuple[tuple[str, str], ...] = (
+    ("tu-enzymes-cont-ppgn.json", "matlang bench tu --dataset enzymes-cont --model ppgn"),
+    (
+        "tu-enzymes-cont-gnnml3.authors.authors-arch.json",
+        "matlang bench tu --dataset enzymes-cont --model gnnml3 --protocol authors --arch authors",
+    ),
+)
+#: Folds per TU job: a queue stopped at its deadline loses at most this many folds' work.
+TU_FOLDS_PER_JOB = 2
 
 
 def missing_seeds(record: dict[str, Any], paper: int) -> list[int]:
@@ -131,6 +151,47 @@ def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
 STACKED_COUNT_MODELS = frozenset({"gnnml3", "mlp", "gcn", "chebnet", "gat"})
 
 
+def fold_command(command: str, seed: int, first: int, last: int, device: str) -> str:
+    """A TU result file's ``command`` training folds ``first..last`` of ``seed`` into the
+    10-fold file (``--append``: a piece of it, merged back by ``collect``)."""
+    words = shlex.split(seed_command(command, seed, device))
+    words = words[: words.index("--seeds")]  # the file's own settings
+    words += ["--seed", str(seed), "--folds", f"{first}:{last}", "--append", "--device", device]
+    return shlex.join([*words, "--threads", "1", "--json", "--no-progress"])
+
+
+def tu_jobs(
+    folder: Path, gpu_models: Sequence[str], wanted: Sequence[tuple[str, str]] = TU_WANTED
+) -> tuple[list[str], list[list[str]]]:
+    """The TU folds still to train, as jobs of :data:`TU_FOLDS_PER_JOB` folds: those a partial
+    TU file of ``folder`` lacks (its ``partial`` record), and every fold of seed 0 of each
+    ``wanted`` cell that no file has begun. Returns (GPU jobs, CPU jobs per cell)."""
+    todo: list[tuple[str, list[tuple[int, int]]]] = []
+    for path in sorted(folder.glob("tu-*.json")):
+        data = read_json_file(path, "plan")
+        missing = (data.get("partial") or {}).get("missing_seed_folds") or []
+        if missing:
+            todo.append((str(data["command"]), [(int(s), int(k)) for s, k in missing]))
+    for name, command in wanted:
+        if not (folder / name).exists():
+            todo.append((command, [(0, k) for k in range(1, 11)]))
+    gpu: list[str] = []
+    cells: list[list[str]] = []
+    for command, pairs in todo:
+        words = shlex.split(command)
+        on_gpu = words[words.index("--model") + 1] in gpu_models
+        lines = []
+        for seed in sorted({s for s, _ in pairs}):
+            folds = sorted(k for s, k in pairs if s == seed)
+            for i in range(0, len(folds), TU_FOLDS_PER_JOB):
+                chunk = folds[i : i + TU_FOLDS_PER_JOB]
+                for first, count in runs_of(chunk):
+                    device = "cuda" if on_gpu else "cpu"
+                    lines.append(fold_command(command, seed, first, first + count - 1, device))
+        (gpu.extend if on_gpu else cells.append)(lines)  # type: ignore[operator]
+    return gpu, cells
+
+
 def runs_of(seeds: Sequence[int]) -> list[tuple[int, int]]:
     """Consecutive seeds as ``(first, count)`` runs, in order."""
     out: list[tuple[int, int]] = []
@@ -171,9 +232,10 @@ def _wanted_records(folder: Path, wanted: Sequence[tuple[str, str]]) -> list[dic
 def jobs(
     folder: Path,
     gpu_models: Sequence[str] = ("ppgn",),
-    benches: Sequence[str] = SEED_BENCHES,
+    benches: Sequence[str] = PLANNED_BENCHES,
     wanted: Sequence[tuple[str, str]] = WANTED,
     stack: bool = False,
+    tu_wanted: Sequence[tuple[str, str]] = TU_WANTED,
 ) -> list[str]:
     """One command per missing seed of every cell, and of every cell of ``wanted`` that no
     file has begun (see the module's docstring); ``stack``: one command per run of
@@ -204,6 +266,10 @@ def jobs(
             gpu += lines
         else:
             cells.append(lines)
+    if "tu" in benches:
+        tu_gpu, tu_cells = tu_jobs(folder, gpu_models, tu_wanted)
+        gpu += tu_gpu
+        cells += tu_cells
     turns = [
         cell[i] for i in range(max(map(len, cells), default=0)) for cell in cells if i < len(cell)
     ]
@@ -244,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     j = sub.add_parser("jobs", help="one command per missing seed of every cell")
     j.add_argument("--results", default="results")
     j.add_argument("--gpu", default="ppgn", help="models that train on the GPU (comma list)")
-    j.add_argument("--bench", default=",".join(SEED_BENCHES), help="benches (comma list)")
+    j.add_argument("--bench", default=",".join(PLANNED_BENCHES), help="benches (comma list)")
     j.add_argument(
         "--stack",
         action="store_true",
@@ -258,10 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.verb == "jobs":
             benches = [b for b in args.bench.split(",") if b]
-            unknown = sorted(set(benches) - set(SEED_BENCHES))
+            unknown = sorted(set(benches) - set(PLANNED_BENCHES))
             if unknown:
                 raise MatlangError(
-                    f"--bench: {', '.join(unknown)}; known: {', '.join(SEED_BENCHES)}"
+                    f"--bench: {', '.join(unknown)}; known: {', '.join(PLANNED_BENCHES)}"
                 )
             gpu = [m for m in args.gpu.split(",") if m]
             print("\n".join(jobs(Path(args.results), gpu, benches, stack=args.stack)))

@@ -62,7 +62,7 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     cell("count", "gat", list(range(9)), "triangle")
     cell("exp-classify", "gnnml3-sigmoid", [0])  # a variant beside the paper's rows
     cell("count", "gin", [0], "pattern:C5")  # beyond the paper
-    lines = plan.jobs(tmp_path, wanted=())
+    lines = plan.jobs(tmp_path, benches=plan.SEED_BENCHES, wanted=())
     seeds = [
         (w[w.index("--model") + 1], int(w[w.index("--first-seed") + 1]))
         for w in map(shlex.split, lines)
@@ -75,7 +75,7 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     # a cell no file has begun: every seed from 0, on the GPU for PPGN, after the files' GPU jobs
     name = "filter-twodgrid30-band-ppgn.authors-arch.json"
     wanted = ((name, "matlang bench filter --task band --model ppgn --arch authors --epochs 2000"),)
-    more = plan.jobs(tmp_path, wanted=wanted)
+    more = plan.jobs(tmp_path, benches=plan.SEED_BENCHES, wanted=wanted)
     assert more[:8] == lines[:8] and more[18:] == lines[8:]
     assert [shlex.split(x)[shlex.split(x).index("--first-seed") + 1] for x in more[8:18]] == [
         str(s) for s in range(10)
@@ -83,7 +83,9 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     assert all("--arch authors" in x and "--device cuda" in x for x in more[8:18])
     assert "--epochs 2000" in more[8]
     _write(tmp_path, name, {"bench": "filter", "model": "ppgn", "seeds": list(range(10))})
-    assert plan.jobs(tmp_path, wanted=wanted) == lines  # begun (here: complete): its file rules
+    assert (
+        plan.jobs(tmp_path, benches=plan.SEED_BENCHES, wanted=wanted) == lines
+    )  # begun (here: complete): its file rules
     # --stack: a CPU count cell whose model stacks trains its missing seeds in one stacked job
     cell("count", "gcn", [0, 1, 2, 5], "star")
     stacked = plan.jobs(tmp_path, benches=("count",), stack=True, wanted=())
@@ -96,6 +98,44 @@ def test_jobs_list_each_missing_seed_gpu_models_first_cells_taking_turns(tmp_pat
     assert plan.runs_of([3, 4, 6, 7, 8, 10]) == [(3, 2), (6, 3), (10, 1)]
     assert "--stack-seeds" not in plan.seed_command("matlang bench count --model gcn", 3, "cpu")
     assert plan.main(["jobs", "--results", str(tmp_path), "--bench", "iso"]) == 1
+
+
+def test_jobs_list_the_tu_folds_a_partial_file_lacks_and_the_wanted_cells(tmp_path: Path) -> None:
+    recorded = "matlang bench tu --dataset ptc --model gin --threads 1 --json --out /tmp/x"
+    partial = {"missing_seed_folds": [[0, 3], [0, 4], [0, 5], [0, 9], [2, 1]], "note": "…"}
+    record = {"bench": "tu", "model": "gin", "command": recorded, "partial": partial}
+    _write(tmp_path, "tu-ptc-gin.json", record)
+    _write(tmp_path, "tu-mutag-gin.json", {**record, "partial": None})  # complete
+    wanted = (
+        ("tu-enzymes-cont-ppgn.json", "matlang bench tu --dataset enzymes-cont --model ppgn"),
+    )
+    lines = plan.jobs(tmp_path, benches=("tu",), tu_wanted=wanted)
+    words = [shlex.split(x) for x in lines]
+    spans = [
+        (w[w.index("--model") + 1], w[w.index("--seed") + 1], w[w.index("--folds") + 1])
+        for w in words
+    ]
+    # PPGN (a GPU model) first: every fold of seed 0, two a job; then the file's missing folds
+    assert spans == [
+        ("ppgn", "0", "1:2"), ("ppgn", "0", "3:4"), ("ppgn", "0", "5:6"), ("ppgn", "0", "7:8"),
+        ("ppgn", "0", "9:10"), ("gin", "0", "3:4"), ("gin", "0", "5:5"), ("gin", "0", "9:9"),
+        ("gin", "2", "1:1"),
+    ]  # fmt: skip
+    assert all("--append" in w and w[w.index("--device") + 1] == "cuda" for w in words[:5])
+    assert words[5] == [
+        "bench", "tu", "--dataset", "ptc", "--model", "gin", "--seed", "0", "--folds", "3:4",
+        "--append", "--device", "cpu", "--threads", "1", "--json", "--no-progress",
+    ]  # fmt: skip
+    _write(
+        tmp_path, "tu-enzymes-cont-ppgn.json", {**record, "partial": None}
+    )  # begun: its file rules
+    assert plan.jobs(tmp_path, benches=("tu",), tu_wanted=wanted) == lines[5:]
+    assert plan.jobs(tmp_path, benches=("count",), tu_wanted=wanted) == []  # no TU unless asked
+    # the defaults: the ENZYMES-cont column's PPGN and the authors' GNNML3
+    assert {n for n, _ in plan.TU_WANTED} == {
+        "tu-enzymes-cont-ppgn.json",
+        "tu-enzymes-cont-gnnml3.authors.authors-arch.json",
+    }
 
 
 @pytest.mark.data
