@@ -9,6 +9,7 @@ from typing import Any
 from benchmarks.paper.tu import PAPER_TU, model_choices
 from benchmarks.paper.tu_protocols import (
     AUTHORS,
+    AUTHORS_ARCH_PROTOCOL,
     CONTINUOUS,
     CONTINUOUS_FEATURES,
     DATASETS,
@@ -120,9 +121,16 @@ def tu_section(
         f"{dataset_label(d)} adds its {CONTINUOUS_FEATURES[d]}" for d in DATASETS if d in CONTINUOUS
     )
     if authors:
+        own = "; ".join(
+            f"{m} on {dataset_label(d)} {p.epochs} epochs at batch {p.batch_size}"
+            + (f", L2 {p.weight_decay:g}" if p.weight_decay else "")
+            for (d, m), p in AUTHORS_ARCH_PROTOCOL.items()
+        )
         whose = (
             "The models: ours with the fields of the authors' architecture for the dataset "
-            "(`benchmarks/paper/tu_protocols.py`: AUTHORS_ARCH)."
+            "(`benchmarks/paper/tu_protocols.py`: AUTHORS_ARCH). Where the script that defines "
+            f"an architecture trains otherwise, it trains as that script does: {own} "
+            "(AUTHORS_ARCH_PROTOCOL)."
             if arch
             else "The models are ours (the authors' scripts also vary widths, batch norm and "
             "dropout per dataset; `--arch authors` builds theirs where our configurations can "
