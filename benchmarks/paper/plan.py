@@ -49,7 +49,7 @@ from matlang.errors import MatlangError
 
 #: The benches whose cells are medians over seeds, in the order their jobs are listed.
 SEED_BENCHES = ("filter", "exp-classify", "count")
-#: The benches ``jobs`` plans: the seed benches, then TU folds (:func:`tu_jobs`).
+#: The benches ``jobs`` plans: the seed benches, then TU folds (:func:`tu_cells`).
 PLANNED_BENCHES = (*SEED_BENCHES, "tu")
 #: Per bench, the models with a number in the paper's table (variants and ``compiled`` rows
 #: beside them are not the paper's cells).
@@ -121,10 +121,10 @@ def missing_seeds(record: dict[str, Any], paper: int) -> list[int]:
     return out
 
 
-def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
-    """``command`` (a result file's, ``matlang bench …``) training only ``seed`` on
-    ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``.
-    ``count`` > 1: the seeds ``seed … seed + count − 1``, stacked (``--stack-seeds``)."""
+def recorded_settings(command: str) -> list[str]:
+    """A result file's recorded ``command`` (``matlang bench …``) as words without the leading
+    ``matlang`` and without the options a job sets itself (:data:`_OWN_OPTIONS`): the file's
+    own settings, which keep a piece mergeable into it."""
     words = shlex.split(command)
     if words[:1] == ["matlang"]:
         words = words[1:]
@@ -141,10 +141,21 @@ def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
             skip = _OWN_OPTIONS[name] and "=" not in w
             continue
         kept.append(w)
+    return kept
+
+
+#: What every job ends with: one thread, the JSON summary, no progress bars.
+_JOB_TAIL = ["--threads", "1", "--json", "--no-progress"]
+
+
+def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
+    """``command`` (a result file's, ``matlang bench …``) training only ``seed`` on
+    ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``.
+    ``count`` > 1: the seeds ``seed … seed + count − 1``, stacked (``--stack-seeds``)."""
+    kept = recorded_settings(command)
     kept += ["--seeds", str(count), "--first-seed", str(seed), "--device", device]
     kept += ["--stack-seeds", str(count)] if count > 1 else []
-    kept += ["--threads", "1", "--json", "--no-progress"]
-    return shlex.join(kept)
+    return shlex.join(kept + _JOB_TAIL)
 
 
 #: The models ``bench count --stack-seeds`` trains stacked (benchmarks.paper.stacked).
@@ -154,42 +165,42 @@ STACKED_COUNT_MODELS = frozenset({"gnnml3", "mlp", "gcn", "chebnet", "gat"})
 def fold_command(command: str, seed: int, first: int, last: int, device: str) -> str:
     """A TU result file's ``command`` training folds ``first..last`` of ``seed`` into the
     10-fold file (``--append``: a piece of it, merged back by ``collect``)."""
-    words = shlex.split(seed_command(command, seed, device))
-    words = words[: words.index("--seeds")]  # the file's own settings
-    words += ["--seed", str(seed), "--folds", f"{first}:{last}", "--append", "--device", device]
-    return shlex.join([*words, "--threads", "1", "--json", "--no-progress"])
+    kept = recorded_settings(command)
+    kept += ["--seed", str(seed), "--folds", f"{first}:{last}", "--append", "--device", device]
+    return shlex.join(kept + _JOB_TAIL)
 
 
-def tu_jobs(
-    folder: Path, gpu_models: Sequence[str], wanted: Sequence[tuple[str, str]] = TU_WANTED
-) -> tuple[list[str], list[list[str]]]:
-    """The TU folds still to train, as jobs of :data:`TU_FOLDS_PER_JOB` folds: those a partial
-    TU file of ``folder`` lacks (its ``partial`` record), and every fold of seed 0 of each
-    ``wanted`` cell that no file has begun. Returns (GPU jobs, CPU jobs per cell)."""
+def tu_cells(
+    folder: Path, wanted: Sequence[tuple[str, str]] = TU_WANTED
+) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """The TU cells with folds still to train, as (model, recorded command, (seed, fold)
+    pairs): the folds a partial TU file of ``folder`` lacks (its ``partial`` record), and
+    every fold of seed 0 of each ``wanted`` cell that no file has begun."""
     todo: list[tuple[str, list[tuple[int, int]]]] = []
     for path in sorted(folder.glob("tu-*.json")):
         data = read_json_file(path, "plan")
         missing = (data.get("partial") or {}).get("missing_seed_folds") or []
         if missing:
             todo.append((str(data["command"]), [(int(s), int(k)) for s, k in missing]))
-    for name, command in wanted:
-        if not (folder / name).exists():
-            todo.append((command, [(0, k) for k in range(1, 11)]))
-    gpu: list[str] = []
-    cells: list[list[str]] = []
+    for record in _wanted_records(folder, wanted):
+        todo.append((str(record["command"]), [(0, k) for k in range(1, 11)]))
+    cells = []
     for command, pairs in todo:
         words = shlex.split(command)
-        on_gpu = words[words.index("--model") + 1] in gpu_models
-        lines = []
-        for seed in sorted({s for s, _ in pairs}):
-            folds = sorted(k for s, k in pairs if s == seed)
-            for i in range(0, len(folds), TU_FOLDS_PER_JOB):
-                chunk = folds[i : i + TU_FOLDS_PER_JOB]
-                for first, count in runs_of(chunk):
-                    device = "cuda" if on_gpu else "cpu"
-                    lines.append(fold_command(command, seed, first, first + count - 1, device))
-        (gpu.extend if on_gpu else cells.append)(lines)  # type: ignore[operator]
-    return gpu, cells
+        cells.append((words[words.index("--model") + 1], command, pairs))
+    return cells
+
+
+def fold_jobs(command: str, pairs: Sequence[tuple[int, int]], device: str) -> list[str]:
+    """The jobs training the (seed, fold) ``pairs`` of a TU cell, :data:`TU_FOLDS_PER_JOB`
+    consecutive folds a job."""
+    out = []
+    for seed in sorted({s for s, _ in pairs}):
+        folds = sorted(k for s, k in pairs if s == seed)
+        for i in range(0, len(folds), TU_FOLDS_PER_JOB):
+            for first, count in runs_of(folds[i : i + TU_FOLDS_PER_JOB]):
+                out.append(fold_command(command, seed, first, first + count - 1, device))
+    return out
 
 
 def runs_of(seeds: Sequence[int]) -> list[tuple[int, int]]:
@@ -244,6 +255,13 @@ def jobs(
     batch 64, 3–9× at batch 10: benchmarks/stacked-models*.md)."""
     gpu: list[str] = []
     cells: list[list[str]] = []
+
+    def add(on_gpu: bool, lines: list[str]) -> None:
+        if on_gpu:
+            gpu.extend(lines)
+        else:
+            cells.append(lines)
+
     order = {b: i for i, b in enumerate(SEED_BENCHES)}
     records = [d for _, d in sorted(plan_files(folder), key=lambda f: order[str(f[1]["bench"])])]
     for data in [*records, *_wanted_records(folder, wanted)]:
@@ -262,14 +280,11 @@ def jobs(
             lines = [seed_command(str(data["command"]), s, device, k) for s, k in runs_of(seeds)]
         else:
             lines = [seed_command(str(data["command"]), s, device) for s in seeds]
-        if on_gpu:
-            gpu += lines
-        else:
-            cells.append(lines)
+        add(on_gpu, lines)
     if "tu" in benches:
-        tu_gpu, tu_cells = tu_jobs(folder, gpu_models, tu_wanted)
-        gpu += tu_gpu
-        cells += tu_cells
+        for model, command, pairs in tu_cells(folder, tu_wanted):
+            on_gpu = model in gpu_models
+            add(on_gpu, fold_jobs(command, pairs, "cuda" if on_gpu else "cpu"))
     turns = [
         cell[i] for i in range(max(map(len, cells), default=0)) for cell in cells if i < len(cell)
     ]
