@@ -30,7 +30,6 @@ from matlang.runtime.batch import Batch
 from matlang.runtime.models.base import input_features
 from matlang.runtime.models.gnnml3 import GNNML3, support_features
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from benchmarks.paper.stacked_base import (
     EVAL_CHUNK,
@@ -42,7 +41,14 @@ from benchmarks.paper.stacked_base import (
     seed_linear,
 )
 from benchmarks.paper.stacked_support import STACKABLE, StackedSupport
-from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, adam, seed_everything
+from benchmarks.paper.train import (
+    EpochBar,
+    GraphSet,
+    SeedRun,
+    TrainConfig,
+    adam,
+    seed_everything,
+)
 from matlang.errors import MatlangError
 
 
@@ -288,7 +294,7 @@ def _fit_stacked(
     active = [True] * k
     stopped = [False] * k
     n_train = len(tr)
-    bar = tqdm(range(1, cfg.epochs + 1), desc=f"{desc} ×{k}", disable=not cfg.progress, leave=False)
+    bar = EpochBar(range(1, cfg.epochs + 1), f"{desc} ×{k}", cfg.progress)
     for epoch in bar:
         orders = torch.stack([torch.randperm(n_train, generator=g) for g in gens])
         total = torch.zeros(k, dtype=torch.float64)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -198,6 +200,61 @@ class TrainResult:
     lr_by_epoch: list[float] = field(default_factory=list)
 
 
+#: Environment variable: every this many seconds (a float > 0) a training loop writes one line
+#: to stderr — how far it got and the seconds an epoch — also where no progress bar is shown
+#: (``--no-progress``). ``.ci/gpu-runs`` sets it, so that a run stopped at a lease's deadline
+#: leaves in its log how far it got and how long it would have needed.
+HEARTBEAT_ENV = "MATLANG_HEARTBEAT"
+
+
+def heartbeat_seconds() -> float | None:
+    """:data:`HEARTBEAT_ENV` as seconds, ``None`` where unset or empty (an error naming the
+    variable for anything but a number > 0)."""
+    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        every = float(raw)
+    except ValueError:
+        every = math.nan
+    if not every > 0 or math.isinf(every):
+        raise MatlangError(f"{HEARTBEAT_ENV}={raw!r}: give seconds between lines, a number > 0")
+    return every
+
+
+class EpochBar:
+    """The epochs of a training loop: a tqdm bar where ``progress`` (on stderr), and where
+    :data:`HEARTBEAT_ENV` is set a line on stderr every that many seconds, e.g.
+    ``filter band ppgn: epoch 140 of 2000, 0.61 s an epoch, 85 s in (train=1.2e-03 val=…)``,
+    written after the epoch's body ran. ``set_postfix`` feeds both."""
+
+    def __init__(self, epochs: range, desc: str, progress: bool) -> None:
+        self.epochs = epochs
+        self.desc = desc
+        self.bar = tqdm(epochs, desc=desc, disable=not progress, leave=False)
+        self.every = heartbeat_seconds()
+        self.postfix = ""
+
+    def __iter__(self) -> Iterator[int]:
+        start = last = time.perf_counter()
+        for done, epoch in enumerate(self.bar, 1):
+            yield epoch
+            now = time.perf_counter()
+            if self.every is not None and now - last >= self.every:
+                last = now
+                tail = f" ({self.postfix})" if self.postfix else ""
+                print(
+                    f"{self.desc}: epoch {epoch} of {self.epochs[-1]}, "
+                    f"{(now - start) / done:.3g} s an epoch, {now - start:.0f} s in{tail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def set_postfix(self, **values: Any) -> None:
+        self.bar.set_postfix(**values)
+        self.postfix = " ".join(f"{k}={v}" for k, v in values.items())
+
+
 def adam(params: Iterable[Tensor], lr: float, weight_decay: float = 0.0) -> torch.optim.Adam:
     """Adam with torch's fused kernel where every parameter allows it (floating, on CPU or
     CUDA): the same update rule in one kernel over all tensors instead of six per tensor. The
@@ -305,7 +362,7 @@ def fit(
     history: list[float] = []
     val_history: list[float] = []
     stopped = False
-    bar = tqdm(range(1, cfg.epochs + 1), desc=desc, disable=not cfg.progress, leave=False)
+    bar = EpochBar(range(1, cfg.epochs + 1), desc, cfg.progress)
     for epoch in bar:
         model.train()
         lrs.append(cfg.lr if opt is None else float(opt.param_groups[0]["lr"]))

@@ -38,7 +38,6 @@ import torch
 from matlang.runtime.batch import Batch
 from matlang.runtime.datasets import TUData
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from benchmarks.paper.common import weight_decay
 from benchmarks.paper.distributed import (
@@ -49,7 +48,7 @@ from benchmarks.paper.distributed import (
     from_environment,
     launch,
 )
-from benchmarks.paper.train import adam
+from benchmarks.paper.train import EpochBar, adam
 from benchmarks.paper.tu_protocols import (
     CONTINUOUS,
     CONTINUOUS_FEATURES,
@@ -216,7 +215,7 @@ def train_fold(
     y = y.to(dev)
     test_batch, test_y = _batch(graphs, test_idx).to(dev), y[list(test_idx)]
     accuracies = []
-    bar = tqdm(range(settings.epochs), desc=desc, disable=not settings.progress, leave=False)
+    bar = EpochBar(range(1, settings.epochs + 1), desc, settings.progress)
     for _ in bar:
         model.train()
         order = torch.randperm(len(train), generator=gen).tolist()

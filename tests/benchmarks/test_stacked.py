@@ -85,12 +85,16 @@ def test_stacked_outputs_equal_each_model(options: dict[str, object]) -> None:
     assert not torch.allclose(out[0], out[1])  # two seeds, two models
 
 
-def test_stacked_training_matches_seeds_one_at_a_time() -> None:
+def test_stacked_training_matches_seeds_one_at_a_time(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     train, val, test = _set(30, 0), _set(12, 100), _set(12, 200)
     cfg = TrainConfig(epochs=3, batch_size=4, progress=False)
     score = lambda net: mean_loss(net, test, squared_error)  # noqa: E731
     one, _ = run_seeds([0, 1], _build(), train, val, squared_error, score, cfg)
+    monkeypatch.setenv("MATLANG_HEARTBEAT", "1e-9")  # the stacked loop's heartbeat too
     together, info = run_seeds_stacked([0, 1], _build(), train, val, test, cfg)
+    beats = capsys.readouterr().err.splitlines()
+    assert [b.split(",")[0].split(": ")[1] for b in beats] == [f"epoch {k} of 3" for k in (1, 2, 3)]
+    assert all("×2" in b and "(val=" in b for b in beats)
     assert info["class"] == "GNNML3"
     for a, b in zip(one, together, strict=True):
         assert (a.seed, a.epochs_run, a.best_epoch) == (b.seed, b.epochs_run, b.best_epoch)

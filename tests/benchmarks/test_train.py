@@ -13,6 +13,7 @@ from benchmarks.paper.models import make_model
 from benchmarks.paper.train import (
     PLATEAU_MIN_LR,
     PLATEAU_PATIENCE,
+    EpochBar,
     GraphSet,
     TrainConfig,
     adam,
@@ -159,3 +160,24 @@ def test_fit_readout_solves_least_squares_into_the_head() -> None:
     bad = _SizeFeatures(torch.nn.Linear(3, 1).double(), scale=float("inf"))
     with pytest.raises(MatlangError, match="not finite on the training graphs"):
         fit_readout(bad, train, val)
+
+
+def test_heartbeat_writes_how_far_training_got(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """MATLANG_HEARTBEAT=S: a line on stderr every S seconds even without a progress bar (the
+    logs of .ci/gpu-runs), naming the epoch, the epochs in all and the seconds an epoch."""
+    train, val = _noise_sets(2)
+    cfg = TrainConfig(epochs=3, batch_size=4, stop_below=0.0, progress=False)
+    fit(_Mean(), train, val, config=cfg, desc="noise")
+    assert capsys.readouterr().err == ""  # unset: nothing
+    monkeypatch.setenv("MATLANG_HEARTBEAT", "1e-9")  # every epoch
+    fit(_Mean(), train, val, config=cfg, desc="noise")
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.split(",")[0] for ln in lines] == [f"noise: epoch {k} of 3" for k in (1, 2, 3)]
+    assert all(" s an epoch, " in ln and "(train=" in ln and " val=" in ln for ln in lines)
+    monkeypatch.setenv("MATLANG_HEARTBEAT", "3600")  # not yet due: no line
+    fit(_Mean(), train, val, config=cfg, desc="noise")
+    assert capsys.readouterr().err == ""
+    for bad in ("soon", "0", "-5", "inf"):
+        monkeypatch.setenv("MATLANG_HEARTBEAT", bad)
+        with pytest.raises(MatlangError, match=f"MATLANG_HEARTBEAT='{bad}': give seconds"):
+            EpochBar(range(1, 3), "x", False)

@@ -88,15 +88,19 @@ def test_two_processes_train_what_one_does() -> None:
 
 @pytest.mark.data
 @needs_mutag
-def test_bench_command_writes_a_result_file(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_bench_command_writes_a_result_file(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from matlang.cli import main
 
+    monkeypatch.setenv("MATLANG_HEARTBEAT", "1e-9")
     code = main(
         ["bench", "tu", "--dataset", "mutag", "--model", "sentence", "--epochs", "1",
          "--folds", "1:2", "--out", str(tmp_path), "--no-progress", "--json"]
     )  # fmt: skip
     assert code == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = capsys.readouterr()
+    summary = json.loads(out.out.strip().splitlines()[-1])
+    # --no-progress, yet a heartbeat line per epoch of each fold (MATLANG_HEARTBEAT)
+    assert sum(": epoch 1 of 1, " in ln for ln in out.err.splitlines()) == 2
     data = json.loads((tmp_path / "tu-mutag-sentence.folds1-2.json").read_text())
     assert data["folds"] == 2 and len(data["runs"]) == 2 and data["best_epoch"] == 1
     accs = [r["curve"][0] for r in data["runs"]]
