@@ -24,6 +24,12 @@ cell whose model stacks gets one job for its missing seeds, trained together
 partial file lacks and every fold of the cells of :data:`TU_WANTED` no file has begun,
 :data:`TU_FOLDS_PER_JOB` folds a job, each with ``--append`` (a piece of the 10-fold file).
 
+A job whose cell's file has runs on the job's kind of device (CUDA or not; a seed or a fold
+each, not stacked) starts with ``~SECONDS``: the slowest of those runs times the seeds or folds
+the job trains, which ``.ci/gpu-runs`` reads to start no job that would not end before its
+deadline (a job stopped there saves nothing of its unfinished seed): a shorter one later in
+the queue takes the slot.
+
 ``collect`` finds the result files under ``PIECES`` (``.ci/gpu-runs`` brings one folder per
 job back: ``PIECES/NNN/<name>.json``) and adds each one's runs to ``DIR/<name>`` with ``matlang
 bench merge``'s checks (same bench, model and settings; no seed twice), a new file where
@@ -34,6 +40,7 @@ nothing. Pieces without a finished seed are skipped.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from collections.abc import Sequence
@@ -148,6 +155,33 @@ def recorded_settings(command: str) -> list[str]:
 _JOB_TAIL = ["--threads", "1", "--json", "--no-progress"]
 
 
+def estimate(record: dict[str, Any], device: str, units: int = 1) -> int | None:
+    """The seconds a job training ``units`` seeds (TU: folds) of ``record``'s cell on ``device``
+    may need: the slowest of the file's runs on that kind of device (CUDA or not; runs trained
+    alone, not stacked) times ``units``, rounded up; ``None`` where the file has none."""
+    cuda = device != "cpu"
+    seconds = [
+        float(r["seconds"])
+        for r in record.get("runs") or []
+        if isinstance(r, dict)
+        and isinstance(r.get("seconds"), int | float)
+        and int(r.get("stacked_seeds") or 1) == 1
+        and ("cuda" in str(r.get("device") or "cpu")) == cuda
+    ]
+    return math.ceil(max(seconds) * units) if seconds else None
+
+
+def with_estimate(line: str, seconds: int | None) -> str:
+    """A job line with its expected seconds in front (``~SECONDS``), where known."""
+    return line if seconds is None else f"~{seconds} {line}"
+
+
+def job_words(line: str) -> list[str]:
+    """A job line's command words, without its ``~SECONDS`` estimate."""
+    words = shlex.split(line)
+    return words[1:] if words[:1] and words[0].startswith("~") else words
+
+
 def seed_command(command: str, seed: int, device: str, count: int = 1) -> str:
     """``command`` (a result file's, ``matlang bench …``) training only ``seed`` on
     ``device``, one thread, JSON summary, no progress bars; without the leading ``matlang``.
@@ -172,34 +206,37 @@ def fold_command(command: str, seed: int, first: int, last: int, device: str) ->
 
 def tu_cells(
     folder: Path, wanted: Sequence[tuple[str, str]] = TU_WANTED
-) -> list[tuple[str, str, list[tuple[int, int]]]]:
-    """The TU cells with folds still to train, as (model, recorded command, (seed, fold)
-    pairs): the folds a partial TU file of ``folder`` lacks (its ``partial`` record), and
-    every fold of seed 0 of each ``wanted`` cell that no file has begun."""
-    todo: list[tuple[str, list[tuple[int, int]]]] = []
+) -> list[tuple[str, dict[str, Any], list[tuple[int, int]]]]:
+    """The TU cells with folds still to train, as (model, record, (seed, fold) pairs): the
+    folds a partial TU file of ``folder`` lacks (its ``partial`` record), and every fold of
+    seed 0 of each ``wanted`` cell that no file has begun (a record with its command only)."""
+    todo: list[tuple[dict[str, Any], list[tuple[int, int]]]] = []
     for path in sorted(folder.glob("tu-*.json")):
         data = read_json_file(path, "plan")
         missing = (data.get("partial") or {}).get("missing_seed_folds") or []
         if missing:
-            todo.append((str(data["command"]), [(int(s), int(k)) for s, k in missing]))
+            todo.append((data, [(int(s), int(k)) for s, k in missing]))
     for record in _wanted_records(folder, wanted):
-        todo.append((str(record["command"]), [(0, k) for k in range(1, 11)]))
+        todo.append((record, [(0, k) for k in range(1, 11)]))
     cells = []
-    for command, pairs in todo:
-        words = shlex.split(command)
-        cells.append((words[words.index("--model") + 1], command, pairs))
+    for record, pairs in todo:
+        words = shlex.split(str(record["command"]))
+        cells.append((words[words.index("--model") + 1], record, pairs))
     return cells
 
 
-def fold_jobs(command: str, pairs: Sequence[tuple[int, int]], device: str) -> list[str]:
-    """The jobs training the (seed, fold) ``pairs`` of a TU cell, :data:`TU_FOLDS_PER_JOB`
-    consecutive folds a job."""
+def fold_jobs(record: dict[str, Any], pairs: Sequence[tuple[int, int]], device: str) -> list[str]:
+    """The jobs training the (seed, fold) ``pairs`` of a TU cell (``record``: its file's, or
+    its recorded command alone), :data:`TU_FOLDS_PER_JOB` consecutive folds a job, each with
+    its :func:`estimate`."""
+    command = str(record["command"])
     out = []
     for seed in sorted({s for s, _ in pairs}):
         folds = sorted(k for s, k in pairs if s == seed)
         for i in range(0, len(folds), TU_FOLDS_PER_JOB):
             for first, count in runs_of(folds[i : i + TU_FOLDS_PER_JOB]):
-                out.append(fold_command(command, seed, first, first + count - 1, device))
+                line = fold_command(command, seed, first, first + count - 1, device)
+                out.append(with_estimate(line, estimate(record, device, count)))
     return out
 
 
@@ -279,12 +316,15 @@ def jobs(
         if stacked:
             lines = [seed_command(str(data["command"]), s, device, k) for s, k in runs_of(seeds)]
         else:
-            lines = [seed_command(str(data["command"]), s, device) for s in seeds]
+            seconds = estimate(data, device)
+            lines = [
+                with_estimate(seed_command(str(data["command"]), s, device), seconds) for s in seeds
+            ]
         add(on_gpu, lines)
     if "tu" in benches:
-        for model, command, pairs in tu_cells(folder, tu_wanted):
+        for model, record, pairs in tu_cells(folder, tu_wanted):
             on_gpu = model in gpu_models
-            add(on_gpu, fold_jobs(command, pairs, "cuda" if on_gpu else "cpu"))
+            add(on_gpu, fold_jobs(record, pairs, "cuda" if on_gpu else "cpu"))
     turns = [
         cell[i] for i in range(max(map(len, cells), default=0)) for cell in cells if i < len(cell)
     ]

@@ -185,3 +185,37 @@ def test_collect_merges_the_pieces_a_queue_brought_back(tmp_path: Path, capsys) 
     assert not (tmp_path / "other").exists() and (results / name).read_text() == before
     with pytest.raises(MatlangError, match="no result file with a finished run"):
         plan.collect(pieces / "005", results)
+
+
+def test_jobs_carry_the_seconds_their_cells_runs_took_on_that_device(tmp_path: Path) -> None:
+    """``~SECONDS`` in front of a job: the slowest run of its file on the job's kind of device
+    (runs trained alone), times the seeds or folds it trains — what .ci/gpu-runs compares with
+    the time left; no estimate where the file has no such run."""
+    runs = [
+        {"seed": 0, "seconds": 377.4, "device": "NVIDIA H100 80GB HBM3 (cuda)"},
+        {"seed": 5, "seconds": 120.0, "device": "NVIDIA H100 80GB HBM3 (cuda)"},
+        {"seed": 6, "seconds": 9000.0, "device": "cpu"},  # another kind of device
+        {"seed": 7, "seconds": 5000.0, "device": "cuda:0", "stacked_seeds": 3},  # stacked
+    ]
+    command = "matlang bench filter --task band --model ppgn --epochs 2000"
+    record = {"bench": "filter", "model": "ppgn", "seeds": [0, 5, 6, 7], "command": command}
+    where = {"dataset": "twodgrid30", "task": "band"}
+    _write(tmp_path, "filter-twodgrid30-band-ppgn.json", {**record, **where, "runs": runs})
+    lines = plan.jobs(tmp_path, benches=("filter",), wanted=())
+    assert [x.split(" ", 1)[0] for x in lines] == ["~378"] * 6
+    assert plan.job_words(lines[0])[:3] == ["bench", "filter", "--task"]
+    assert plan.estimate({"runs": runs}, "cpu") == 9000
+    assert plan.estimate({"runs": runs[:1]}, "cpu") is None  # no CPU run: not known
+    assert plan.estimate({"runs": runs}, "cuda", units=2) == 755
+    assert plan.with_estimate("bench x", None) == "bench x"
+    # TU: the slowest fold on that device, times the folds of the job
+    recorded = "matlang bench tu --dataset ptc --model gin"
+    folds = [{"seed": 0, "fold": k, "seconds": 10.0 * k, "device": "cpu"} for k in (1, 2)]
+    partial = {"missing_seed_folds": [[0, 3], [0, 4], [0, 5]]}
+    tu = {"bench": "tu", "model": "gin", "command": recorded, "runs": folds, "partial": partial}
+    _write(tmp_path, "tu-ptc-gin.json", tu)
+    spans = [
+        (x.split(" ", 1)[0], plan.job_words(x)[plan.job_words(x).index("--folds") + 1])
+        for x in plan.jobs(tmp_path, benches=("tu",), tu_wanted=())
+    ]
+    assert spans == [("~40", "3:4"), ("~20", "5:5")]
