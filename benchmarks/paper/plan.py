@@ -391,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MatlangError as e:
         print(f"plan {args.verb}: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `plan jobs | head`: the reader has what it wanted
+        return 0
     return 0
 
 
