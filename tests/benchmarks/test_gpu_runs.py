@@ -56,3 +56,53 @@ def test_a_job_that_cannot_end_before_the_deadline_is_not_started(tmp_path: Path
     # each job's log has the heartbeat (MATLANG_HEARTBEAT), though it ran with --no-progress
     assert "filter low mlp seed 3: epoch 2 of 2, " in (work / "002" / "log").read_text()
     assert (out / "runs.tar.gz").exists()
+
+
+WHEELS = (
+    "python_graphblas-2025.2.0-py3-none-any.whl",
+    "suitesparse_graphblas-9.4.5.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "donfig-0.8.1.post1-py3-none-any.whl",
+    "cffi-2.1.1-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    "pycparser-3.12-py3-none-any.whl",
+    "lark-1.3.1-py3-none-any.whl",
+)
+
+
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout"
+)
+def test_gpu_prepare_writes_the_manifest_and_the_jobs_and_names_the_commit(
+    tmp_path: Path,
+) -> None:
+    """``.ci/gpu-prepare`` in a clone (its wheels there already): the manifest of the clone's
+    commit, the jobs ``plan jobs`` lists for its results, and the command to send, naming the
+    full commit; refused on a tree with changes."""
+    from benchmarks.paper import plan
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    shutil.copy(ROOT / ".ci/gpu-prepare", clone / ".ci/gpu-prepare")  # this tree's script
+    (clone / ".whl").mkdir()
+    for name in WHEELS:
+        (clone / ".whl" / name).write_bytes(b"")  # present: nothing is downloaded
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run(
+        ["bash", ".ci/gpu-prepare", "400", "3"], cwd=clone, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    manifest = (clone / ".sent/manifest").read_text().splitlines()
+    assert commit in manifest[0] and any(ln.endswith("  README.md") for ln in manifest)
+    jobs = (clone / ".sent/jobs").read_text().splitlines()
+    assert jobs == plan.jobs(clone / "results")
+    assert f"MATLANG_SENT_COMMIT={commit} GPU_PARALLEL=3 bash .ci/gpu-runs .sent/jobs 400" in (
+        done.stdout
+    )
+    assert "timeout_s 460" in done.stdout
+    (clone / "README.md").write_text("changed\n")
+    refused = subprocess.run(
+        ["bash", ".ci/gpu-prepare"], cwd=clone, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 1 and "commit first" in refused.stderr
