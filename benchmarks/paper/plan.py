@@ -6,23 +6,23 @@ usage::
                                          [--stack]
     python -m benchmarks.paper.plan collect PIECES [--results DIR] [--dry-run]
 
-``jobs`` reads every protocol result file of ``DIR`` (``results/``; the files the report's
-tables read, and Table 3's ``--arch authors`` rows) of the benches that train seeds (``count``,
-``filter``, ``exp-classify``; TU below) and prints, for each seed a cell lacks against the
-paper's count (:data:`~benchmarks.paper.report_flags.PAPER_SEEDS`), the command that trains that
-one seed: the file's own recorded command with its seed, output, thread and device options
-replaced (so the piece has the file's name and settings), one line per seed, without the leading
-``matlang`` — the job file of ``.ci/gpu-runs``. Models in ``--gpu`` (default ``ppgn``: dense n²
-tensors) train with ``--device cuda`` and come first; the others train on a core each, the cells
-taking turns (every cell's next seed before any cell's second next), so that a queue stopped at
-its deadline has moved every cell. Cells beyond the paper (``count --task pattern:…``), variants
-and models without a number in the paper (``compiled``) are not listed. Cells the tables want
-that no file has begun (:data:`WANTED`: the authors' PPGN of ``filtering.py``) are listed from
-seed 0 with the command that starts them, until their file exists. ``--stack``: a CPU ``count``
-cell whose model stacks gets one job for its missing seeds, trained together
-(``--stack-seeds``), instead of one job a seed. TU cells (``tu``, 10-fold files): the folds a
-partial file lacks and every fold of the cells of :data:`TU_WANTED` no file has begun,
-:data:`TU_FOLDS_PER_JOB` folds a job, each with ``--append`` (a piece of the 10-fold file).
+``jobs`` reads every protocol result file of ``DIR`` (``results/``; the files the report's tables
+read, and Table 3's ``--arch authors`` rows) of the benches that train seeds (``count``, ``filter``,
+``bandclass``, ``exp-classify``; TU below) and prints, for each seed a cell lacks against the
+paper's count (:data:`~benchmarks.paper.report_flags.PAPER_SEEDS`), the command that trains that one
+seed: the file's own recorded command with its seed, output, thread and device options replaced (so
+the piece has the file's name and settings), one line per seed, without the leading ``matlang`` —
+the job file of ``.ci/gpu-runs``. Models in ``--gpu`` (default ``ppgn``: dense n² tensors) train
+with ``--device cuda`` and come first; the others train on a core each, the cells taking turns
+(every cell's next seed before any cell's second next), so that a queue stopped at its deadline has
+moved every cell. Cells beyond the paper (``count --task pattern:…``), variants and models without a
+number in the paper (``compiled``) are not listed. Cells the tables want that no file has begun
+(:data:`WANTED`: the authors' PPGN of ``filtering.py``) are listed from seed 0 with the command that
+starts them, until their file exists. ``--stack``: a CPU ``count`` cell whose model stacks gets one
+job for its missing seeds, trained together (``--stack-seeds``), instead of one job a seed. TU cells
+(``tu``, 10-fold files): the folds a partial file lacks and every fold of the cells of
+:data:`TU_WANTED` no file has begun, :data:`TU_FOLDS_PER_JOB` folds a job, each with ``--append`` (a
+piece of the 10-fold file).
 
 A job whose cell's file has runs on the job's kind of device (CUDA or not; a seed or a fold
 each, not stacked) starts with ``~SECONDS``: the slowest of those runs times the seeds or folds
@@ -55,7 +55,7 @@ from benchmarks.records import read_json_file, write_json
 from matlang.errors import MatlangError
 
 #: The benches whose cells are medians over seeds, in the order their jobs are listed.
-SEED_BENCHES = ("filter", "exp-classify", "count")
+SEED_BENCHES = ("filter", "bandclass", "exp-classify", "count")
 #: The benches ``jobs`` plans: the seed benches, then TU folds (:func:`tu_cells`).
 PLANNED_BENCHES = (*SEED_BENCHES, "tu")
 #: Per bench, the models with a number in the paper's table (variants and ``compiled`` rows
@@ -64,6 +64,7 @@ PAPER_MODELS: dict[str, frozenset[str]] = {
     "exp-classify": frozenset(PAPER_TABLE1),
     "count": frozenset(PAPER_TABLE2),
     "filter": frozenset(PAPER_TABLE3),
+    "bandclass": frozenset(PAPER_TABLE3),
 }
 #: Options a job sets itself: dropped from the recorded command (``True``: takes a value).
 _OWN_OPTIONS = {

@@ -1,4 +1,4 @@
-"""``matlang bench iso|count|exp-classify|filter|tu|zinc|mnist75|brec|perf|merge``: the
+"""``matlang bench iso|count|exp-classify|filter|bandclass|tu|zinc|mnist75|brec|perf|merge``: the
 arguments, then the protocol.
 
 Each protocol lives in ``benchmarks/paper/<protocol>.py`` (its ``bench(args)`` runs it, builds
