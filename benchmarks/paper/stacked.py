@@ -294,7 +294,7 @@ def _fit_stacked(
     active = [True] * k
     stopped = [False] * k
     n_train = len(tr)
-    bar = EpochBar(range(1, cfg.epochs + 1), f"{desc} ×{k}", cfg.progress)
+    bar = EpochBar(cfg.epochs, f"{desc} ×{k}", cfg.progress)
     for epoch in bar:
         orders = torch.stack([torch.randperm(n_train, generator=g) for g in gens])
         total = torch.zeros(k, dtype=torch.float64)

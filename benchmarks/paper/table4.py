@@ -88,6 +88,20 @@ def pyg_splits(dataset: str, root: str | Path) -> dict[str, Sequence[Any]]:
     raise MatlangError(f"unknown Table 4 dataset {dataset!r}; known: {', '.join(PROTOCOLS)}")
 
 
+def dataset_splits(
+    dataset: str, args: argparse.Namespace
+) -> tuple[Mapping[str, Sequence[Any]], str]:
+    """The splits of ``dataset`` as the command line names them, and where they came from:
+    Table 3's ``bandclass`` generated (:mod:`benchmarks.paper.bandclass`, ``--graphs``,
+    ``--data-seed``), the others through PyG's loaders (``--root``)."""
+    if dataset == "bandclass":
+        from benchmarks.paper import bandclass
+
+        splits = bandclass.bandclass_splits(args.graphs, args.data_seed, cache=bandclass.CACHE)
+        return splits, "generated (benchmarks.paper.bandclass)"
+    return pyg_splits(dataset, args.root), "PyG"
+
+
 def _array(v: Any) -> np.ndarray:
     return v.detach().cpu().numpy() if isinstance(v, Tensor) else np.asarray(v)
 
@@ -255,20 +269,15 @@ def bench(args: argparse.Namespace, splits: Mapping[str, Sequence[Any]] | None =
     }
     tags: list[str] = []
     if dataset == "bandclass":
+        from benchmarks.paper.bandclass import GRAPHS
+
         config["data"] = {"graphs": args.graphs, "data_seed": args.data_seed}
         # another draw or size is not the protocol's dataset: a file of its own
-        tags += [f"graphs{args.graphs}"] if args.graphs != 5000 else []
+        tags += [f"graphs{args.graphs}"] if args.graphs != GRAPHS else []
         tags += [f"draw{args.data_seed}"] if args.data_seed else []
     name = result_name(dataset, dataset, None, args.model, variant(args.limit, tags=tags))
     out = ResultFile(args, name, config, seeds)
-    if splits is not None:
-        data = splits
-    elif dataset == "bandclass":
-        from benchmarks.paper import bandclass
-
-        data = bandclass.bandclass_splits(args.graphs, args.data_seed, cache=bandclass.CACHE)
-    else:
-        data = pyg_splits(dataset, args.root)
+    data, source = (splits, "given") if splits is not None else dataset_splits(dataset, args)
     metric = "test_mae" if proto.metric == "mae" else "test_accuracy"
 
     def record(res: Table4Result) -> dict[str, Any]:
@@ -280,7 +289,7 @@ def bench(args: argparse.Namespace, splits: Mapping[str, Sequence[Any]] | None =
             "per_seed": [r.metric for r in res.runs],
             "seeds": [r.seed for r in res.runs],
             "runs": runs_record(res.runs, metric),
-            "data": {"sizes": res.sizes, "source": _source(dataset, splits is not None)},
+            "data": {"sizes": res.sizes, "source": source},
             "config": config,
             "model_info": res.model,
         }
@@ -298,12 +307,6 @@ def bench(args: argparse.Namespace, splits: Mapping[str, Sequence[Any]] | None =
         return record(res), {f"median_{metric}": res.median, "per_seed": record(res)["per_seed"]}
 
     return out.run(run)
-
-
-def _source(dataset: str, given: bool) -> str:
-    if given:
-        return "given"
-    return "generated (benchmarks.paper.bandclass)" if dataset == "bandclass" else "PyG"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -223,15 +223,15 @@ def heartbeat_seconds() -> float | None:
 
 
 class EpochBar:
-    """The epochs of a training loop: a tqdm bar where ``progress`` (on stderr), and where
-    :data:`HEARTBEAT_ENV` is set a line on stderr every that many seconds, e.g.
+    """The epochs ``1 … epochs`` of a training loop: a tqdm bar where ``progress`` (on
+    stderr), and where :data:`HEARTBEAT_ENV` is set a line on stderr every that many seconds, e.g.
     ``filter band ppgn: epoch 140 of 2000, 0.61 s an epoch, 85 s in (train=1.2e-03 val=…)``,
     written after the epoch's body ran. ``set_postfix`` feeds both."""
 
-    def __init__(self, epochs: range, desc: str, progress: bool) -> None:
+    def __init__(self, epochs: int, desc: str, progress: bool) -> None:
         self.epochs = epochs
         self.desc = desc
-        self.bar = tqdm(epochs, desc=desc, disable=not progress, leave=False)
+        self.bar = tqdm(range(1, epochs + 1), desc=desc, disable=not progress, leave=False)
         self.every = heartbeat_seconds()
         self.postfix = ""
 
@@ -244,7 +244,7 @@ class EpochBar:
                 last = now
                 tail = f" ({self.postfix})" if self.postfix else ""
                 print(
-                    f"{self.desc}: epoch {epoch} of {self.epochs[-1]}, "
+                    f"{self.desc}: epoch {epoch} of {self.epochs}, "
                     f"{(now - start) / done:.3g} s an epoch, {now - start:.0f} s in{tail}",
                     file=sys.stderr,
                     flush=True,
@@ -362,7 +362,7 @@ def fit(
     history: list[float] = []
     val_history: list[float] = []
     stopped = False
-    bar = EpochBar(range(1, cfg.epochs + 1), desc, cfg.progress)
+    bar = EpochBar(cfg.epochs, desc, cfg.progress)
     for epoch in bar:
         model.train()
         lrs.append(cfg.lr if opt is None else float(opt.param_groups[0]["lr"]))

@@ -215,7 +215,7 @@ def train_fold(
     y = y.to(dev)
     test_batch, test_y = _batch(graphs, test_idx).to(dev), y[list(test_idx)]
     accuracies = []
-    bar = EpochBar(range(1, settings.epochs + 1), desc, settings.progress)
+    bar = EpochBar(settings.epochs, desc, settings.progress)
     for _ in bar:
         model.train()
         order = torch.randperm(len(train), generator=gen).tolist()

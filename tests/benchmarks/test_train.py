@@ -180,4 +180,4 @@ def test_heartbeat_writes_how_far_training_got(monkeypatch, capsys) -> None:  # 
     for bad in ("soon", "0", "-5", "inf"):
         monkeypatch.setenv("MATLANG_HEARTBEAT", bad)
         with pytest.raises(MatlangError, match=f"MATLANG_HEARTBEAT='{bad}': give seconds"):
-            EpochBar(range(1, 3), "x", False)
+            EpochBar(2, "x", False)
