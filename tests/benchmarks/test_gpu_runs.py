@@ -15,17 +15,9 @@ from matlang.runtime.datasets import data_available
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.data
-@pytest.mark.skipif(not data_available("twodgrid30"), reason="no twodgrid30 data")
-@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
-def test_a_job_that_cannot_end_before_the_deadline_is_not_started(tmp_path: Path) -> None:
+def _run_queue(tmp_path: Path, lines: list[str], seconds: int) -> tuple[list[str], Path]:
     jobs = tmp_path / "jobs"
-    quick = "bench filter --task low --model mlp --epochs 2 --seeds 1 --threads 1 --json"
-    jobs.write_text(
-        f"~9999 {quick} --no-progress\n"  # cannot end in 200 s: skipped
-        f"~1 {quick} --first-seed 3 --no-progress\n"  # fits: runs
-        f"{quick} --first-seed 4\n"  # no estimate: runs
-    )
+    jobs.write_text("".join(f"{ln}\n" for ln in lines))
     out = tmp_path / "out"
     env = {
         **os.environ,
@@ -37,25 +29,70 @@ def test_a_job_that_cannot_end_before_the_deadline_is_not_started(tmp_path: Path
         "MATLANG_HEARTBEAT": "1e-9",
     }
     done = subprocess.run(
-        ["bash", str(ROOT / ".ci/gpu-runs"), str(jobs), "200", "2"],
+        ["bash", str(ROOT / ".ci/gpu-runs"), str(jobs), str(seconds), "2"],
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=seconds + 100,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    log = (out / "jobs.log").read_text().splitlines()
+    return (out / "jobs.log").read_text().splitlines(), tmp_path / "work"
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not data_available("twodgrid30"), reason="no twodgrid30 data")
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_a_job_that_cannot_end_before_the_deadline_is_not_started(tmp_path: Path) -> None:
+    quick = "bench filter --task low --model mlp --epochs 2 --seeds 1 --threads 1 --json"
+    log, work = _run_queue(
+        tmp_path,
+        [
+            f"~9999 {quick} --no-progress",  # cannot end in 200 s: skipped
+            f"~1 {quick} --first-seed 3 --no-progress",  # fits: runs
+            f"{quick} --first-seed 4",  # no estimate: runs
+        ],
+        200,
+    )
     assert log[0].startswith("3 runs (0 on the GPU")
     assert any(ln.startswith("001 skipped: needs ~9999s, ") for ln in log), log
     assert any(ln.startswith("002 rc=0 ") for ln in log) and any(
         ln.startswith("003 rc=0 ") for ln in log
     ), log
-    work = tmp_path / "work"
     assert not (work / "001").exists()  # never started
     assert (work / "002" / "filter-twodgrid30-low-mlp.json").exists()
     # each job's log has the heartbeat (MATLANG_HEARTBEAT), though it ran with --no-progress
     assert "filter low mlp seed 3: epoch 2 of 2, " in (work / "002" / "log").read_text()
-    assert (out / "runs.tar.gz").exists()
+    assert (work.parent / "out" / "runs.tar.gz").exists()
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not data_available("twodgrid30"), reason="no twodgrid30 data")
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_an_estimate_is_scaled_by_a_job_of_its_cell_that_ended_in_the_queue(
+    tmp_path: Path,
+) -> None:
+    """Estimates come from another machine (an H100's 378 s on an H200 that needs 206 s): once a
+    job of a cell has ended, the next of that cell needs what that one took, scaled — here ~300 s
+    of a cell whose first job (~150 s expected) took seconds runs in a 200 s queue, and ~300 s
+    of another cell, never measured here, does not."""
+    quick = "bench filter --task low --model mlp --epochs 2 --seeds 1 --threads 1 --json"
+    other = "bench filter --task high --model mlp --epochs 2 --seeds 1 --threads 1 --json"
+    log, work = _run_queue(
+        tmp_path,
+        [
+            f"~150 {quick} --first-seed 1 --no-progress",  # fits: runs, measured
+            f"~300 {quick} --first-seed 2 --no-progress",  # scaled by job 001: runs
+            f"~300 {other} --first-seed 2 --no-progress",  # another cell: skipped
+        ],
+        200,
+    )
+    assert any(ln.startswith("001 rc=0 ") for ln in log), log
+    assert any(ln.startswith("002 rc=0 ") for ln in log), log
+    assert any(ln.startswith("003 skipped: needs ~300s, ") for ln in log), log
+    assert (work / "002" / "filter-twodgrid30-low-mlp.json").exists()
+    cell, estimate, took, job = (work / "measured").read_text().splitlines()[0].split("\t")
+    assert cell == f"{quick} --no-progress" and estimate == "150" and job == "001"
+    assert 1 <= int(took) < 150
 
 
 WHEELS = (
