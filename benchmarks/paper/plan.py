@@ -28,7 +28,9 @@ A job whose cell's file has runs on the job's kind of device (CUDA or not; a see
 each, not stacked) starts with ``~SECONDS``: the slowest of those runs times the seeds or folds
 the job trains, which ``.ci/gpu-runs`` reads to start no job that would not end before its
 deadline (a job stopped there saves nothing of its unfinished seed): a shorter one later in
-the queue takes the slot.
+the queue takes the slot. A cell with no such run takes the estimate of the same command on
+another task of its bench (the authors' PPGN on high-pass from its band-pass runs), where one
+has runs: a job without an estimate is always started, and shares the GPU with the others.
 
 ``collect`` finds the result files under ``PIECES`` (``.ci/gpu-runs`` brings one folder per
 job back: ``PIECES/NNN/<name>.json``) and adds each one's runs to ``DIR/<name>`` with ``matlang
@@ -278,6 +280,18 @@ def _wanted_records(folder: Path, wanted: Sequence[tuple[str, str]]) -> list[dic
     return out
 
 
+def _taskless(record: dict[str, Any]) -> tuple[str, ...] | None:
+    """A record's own settings (:func:`recorded_settings`) without its ``--task``: the cells
+    of one command on a bench's other tasks share it (``None``: no recorded command)."""
+    if "command" not in record:
+        return None
+    words = recorded_settings(str(record["command"]))
+    if "--task" in words:
+        i = words.index("--task")
+        del words[i : i + 2]
+    return tuple(w for w in words if not w.startswith("--task="))
+
+
 def jobs(
     folder: Path,
     gpu_models: Sequence[str] = ("ppgn",),
@@ -302,6 +316,10 @@ def jobs(
 
     order = {b: i for i, b in enumerate(SEED_BENCHES)}
     records = [d for _, d in sorted(plan_files(folder), key=lambda f: order[str(f[1]["bench"])])]
+    siblings: dict[tuple[str, ...] | None, list[dict[str, Any]]] = {}
+    for data in records:
+        siblings.setdefault(_taskless(data), []).append(data)
+    siblings.pop(None, None)
     for data in [*records, *_wanted_records(folder, wanted)]:
         bench = str(data["bench"])
         if bench not in benches:
@@ -318,6 +336,9 @@ def jobs(
             lines = [seed_command(str(data["command"]), s, device, k) for s, k in runs_of(seeds)]
         else:
             seconds = estimate(data, device)
+            if seconds is None:  # the same command on another task of the bench, if measured
+                known = [estimate(d, device) for d in siblings.get(_taskless(data), [])]
+                seconds = max([k for k in known if k is not None], default=None)
             lines = [
                 with_estimate(seed_command(str(data["command"]), s, device), seconds) for s in seeds
             ]

@@ -219,3 +219,35 @@ def test_jobs_carry_the_seconds_their_cells_runs_took_on_that_device(tmp_path: P
         for x in plan.jobs(tmp_path, benches=("tu",), tu_wanted=())
     ]
     assert spans == [("~40", "3:4"), ("~20", "5:5")]
+
+
+def test_a_cell_with_no_run_takes_the_estimate_of_its_command_on_another_task(
+    tmp_path: Path,
+) -> None:
+    """The authors' PPGN on high-pass has no file yet: its jobs carry the seconds of the same
+    command's band-pass runs (the slowest), not none (a job without an estimate is always
+    started, and shares the GPU); another command's runs (our PPGN) lend it nothing."""
+    gpu = "NVIDIA H200 (cuda)"
+    authors = "matlang bench filter --task band --model ppgn --arch authors --epochs 2000"
+    ours = "matlang bench filter --task low --model ppgn --epochs 2000"
+    band = {"bench": "filter", "model": "ppgn", "seeds": [0, 1], "command": authors}
+    band["runs"] = [{"seed": s, "seconds": t, "device": gpu} for s, t in ((0, 99.2), (1, 120.1))]
+    where = {"dataset": "twodgrid30", "task": "band"}
+    _write(tmp_path, "filter-twodgrid30-band-ppgn.authors-arch.json", {**band, **where})
+    low = {"bench": "filter", "model": "ppgn", "seeds": [0], "command": ours, "task": "low"}
+    low["runs"] = [{"seed": 0, "seconds": 900.0, "device": gpu}]
+    _write(tmp_path, "filter-twodgrid30-low-ppgn.json", {**low, "dataset": "twodgrid30"})
+    wanted = (
+        (
+            "filter-twodgrid30-high-ppgn.authors-arch.json",
+            "matlang bench filter --task high --model ppgn --arch authors --epochs 2000",
+        ),
+    )
+    lines = plan.jobs(tmp_path, benches=("filter",), wanted=wanted)
+    high = [x for x in lines if "--task high" in x]
+    assert len(high) == 10 and all(x.startswith("~121 ") for x in high), high
+    assert all(x.startswith("~900 ") for x in lines if "--task low" in x)
+    # no measured command on any task: no estimate
+    (tmp_path / "empty").mkdir()
+    alone = plan.jobs(tmp_path / "empty", benches=("filter",), wanted=wanted)
+    assert len(alone) == 10 and not any(x.startswith("~") for x in alone)
