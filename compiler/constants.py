@@ -30,7 +30,7 @@ from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import numeric, polynomial_degree
+from matlang.functions import FLOAT_EXACT, exact_degree, mod_argument_bound, numeric
 from matlang.graphs import is_one_graph
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
@@ -140,22 +140,36 @@ class ConstantStage:
         for r, k in enumerate(last):
             if k >= 0 and r not in keep:
                 self._frees[k].append(r)
-        self._functions: dict[int, Callable[..., Any]] = {}
+        self._functions: dict[tuple[int, bool], Callable[..., Any]] = {}
+        self._exactly: dict[int, tuple[bool, Callable[[float], float] | None]] = {}
 
     @property
     def steps(self) -> frozenset[int]:
         return frozenset(k for k, c in enumerate(self.const) if c)
 
-    def _function(self, fn: int) -> tuple[Callable[..., Any], bool]:
-        """Function ``fn`` on numpy arrays (exact on Python numbers for a polynomial in exact
-        mode), and whether it is exact."""
-        f = self.plan.functions[fn]
-        polynomial = self.exact and polynomial_degree(f.formula, f.symbols) is not None
-        hit = self._functions.get(fn)
+    def _function(self, fn: int, exact: bool) -> Callable[..., Any]:
+        """Function ``fn`` on numpy arrays (``exact``: on Python numbers)."""
+        hit = self._functions.get((fn, exact))
         if hit is None:
-            hit = numeric(f.formula, f.symbols, "exact" if polynomial else "numpy")
-            self._functions[fn] = hit
-        return hit, polynomial
+            f = self.plan.functions[fn]
+            hit = numeric(f.formula, f.symbols, "exact" if exact else "numpy")
+            self._functions[(fn, exact)] = hit
+        return hit
+
+    def _exactness(self, fn: int) -> tuple[bool, Callable[[float], float] | None]:
+        """Whether ``fn``'s values are exactly computable (a polynomial, or with ``Mod``:
+        :func:`~matlang.functions.exact_degree`), and with ``Mod`` the bound of its arguments
+        (:func:`~matlang.functions.mod_argument_bound`); sympy once per function."""
+        known = self._exactly.get(fn)
+        if known is None:
+            f = self.plan.functions[fn]
+            has_mod = f.formula.has(_sympy().Mod)
+            known = (
+                exact_degree(f.formula, f.symbols) is not None,
+                mod_argument_bound(f.formula, f.symbols) if has_mod else None,
+            )
+            self._exactly[fn] = known
+        return known
 
     # -- running ---------------------------------------------------------------------------
     def operator(
@@ -304,9 +318,14 @@ class ConstantStage:
         raise MatlangError(f"no graph-constant kernel for plan op {op!r}")  # pragma: no cover
 
     def _apply(self, gr: Graphs, regs: dict[int, Any], k: int, st: Step, a: list[Any]) -> Any:
-        fn, exact = self._function(st.attr("fn"))
         size = _size(self.plan, regs, st, gr)
         args = [np.broadcast_to(x, (size,)) for x in a]
+        computable, mod_bound = self._exactness(st.attr("fn"))
+        exact = computable and self.exact
+        if mod_bound is not None and not exact:
+            # a remainder of a float past 2⁵³ is noise, not a rounding: integers go exact
+            exact = self._mod_exactly(gr, regs, st, args, computable, mod_bound)
+        fn = self._function(st.attr("fn"), exact)
         if exact:
             out = fn(*[np.asarray(x, dtype=object) for x in args])
         else:
@@ -327,6 +346,34 @@ class ConstantStage:
                 "nonfinite='keep' to keep inf/nan)"
             )
         return out
+
+    def _mod_exactly(
+        self,
+        gr: Graphs,
+        regs: dict[int, Any],
+        st: Step,
+        args: list[Any],
+        computable: bool,
+        mod_bound: Callable[[float], float],
+    ) -> bool:
+        """Whether a function with ``Mod`` must run on Python numbers: where a remainder's
+        argument may reach 2⁵³, integer values are computed exactly, and floats are refused."""
+        if not args or args[0].size == 0:
+            return False
+        sizes = [np.abs(np.asarray(x, dtype=np.float64)) for x in args]
+        top = max(float(x.max()) for x in sizes)
+        if mod_bound(top) < FLOAT_EXACT:
+            return False
+        if computable and all(np.asarray(x).dtype.kind in "iub" for x in args):
+            return True
+        f = self.plan.functions[st.attr("fn")]
+        at = next(int(np.argmax(x)) for x in sizes if float(x.max()) == top)
+        raise EvaluationError(
+            f"{f.name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph "
+            f"{gr.label(_graph_of(self.plan, regs, st, gr, at))}: its Mod would take a float "
+            "past 2^53, where float64 holds no exact remainder; evaluate the sentence exactly "
+            "(matlang.evaluate)"
+        )
 
 
 def _triangle_readouts(
@@ -406,14 +453,22 @@ def _number(value: Fraction, exact: bool, g: int) -> np.ndarray:
 def _shrink_exact(x: np.ndarray) -> np.ndarray:
     """Exact results as int64 where every entry is a whole number that fits, else objects."""
     flat = list(x.flat)
-    if all(isinstance(v, (int, np.integer)) or (isinstance(v, Fraction) and v.denominator == 1)
-           for v in flat):
+    if all(
+        isinstance(v, (int, np.integer)) or (isinstance(v, Fraction) and v.denominator == 1)
+        for v in flat
+    ):
         ints = [int(v) for v in flat]
         if not ints or max(abs(v) for v in ints) < 2**62:
             return np.array(ints, dtype=np.int64).reshape(x.shape)
     out = np.empty(x.shape, dtype=object)
     out.flat[:] = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else v for v in flat]
     return out
+
+
+def _sympy() -> Any:
+    import sympy
+
+    return sympy
 
 
 # --------------------------------------------------------------------------- torch side
@@ -616,9 +671,11 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
     """One value per graph."""
     ptr = graphs.ptr
     if level == "graph":
-        return [_python(v) for v in np.asarray(value).tolist()] if value.dtype != object else [
-            _python(v) for v in value
-        ]
+        return (
+            [_python(v) for v in np.asarray(value).tolist()]
+            if value.dtype != object
+            else [_python(v) for v in value]
+        )
     if level == "node":
         if value.dtype == object:
             value = _shrink_exact(value)
@@ -641,7 +698,5 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
             dense[rows[sel] - a, cols[sel] - a] = vals[sel]
             out.append(dense)
             continue
-        out.append(
-            sps.csr_array((vals[sel], (rows[sel] - a, cols[sel] - a)), shape=(b - a, b - a))
-        )
+        out.append(sps.csr_array((vals[sel], (rows[sel] - a, cols[sel] - a)), shape=(b - a, b - a)))
     return out

@@ -13,6 +13,7 @@ GraphBLAS on the CPU).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,7 @@ from matlang.runtime.torch_kernels import (
 from torch import Tensor
 
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import numeric
+from matlang.functions import FLOAT_EXACT, mod_argument_bound, numeric
 
 
 @dataclass
@@ -92,7 +93,11 @@ class TorchConstantStage(ConstantStage):
         self._torch_functions: dict[int, Callable[..., Any]] = {}
 
     def operator(  # type: ignore[override]
-        self, graphs: TorchGraphs, regs: Mapping[int, Any], mask: int, values: int,
+        self,
+        graphs: TorchGraphs,
+        regs: Mapping[int, Any],
+        mask: int,
+        values: int,
         transpose: bool,
     ) -> tuple[Tensor, Tensor, Tensor, bool]:
         """The CSR tensors of the matrix ``values`` on ``mask`` (transposed) and whether it is
@@ -190,6 +195,7 @@ class TorchConstantStage(ConstantStage):
             fn = self._torch_functions[fn_index] = numeric(f.formula, f.symbols, "torch")
         size = _size(regs, st, gr)
         args = [as_float(x.to(gr.device)).expand(size) for x in a]
+        self._check_mod_torch(gr, regs, st, args)
         out = fn(*args)
         if not isinstance(out, Tensor):
             out = torch.full((size,), float(out), dtype=torch.float64, device=gr.device)
@@ -205,6 +211,35 @@ class TorchConstantStage(ConstantStage):
                     "to keep inf/nan)"
                 )
         return out
+
+    def _check_mod_torch(
+        self, gr: TorchGraphs, regs: dict[int, Any], st: Step, args: list[Tensor]
+    ) -> None:
+        """A function with ``Mod`` is computed here on float64: refused where a remainder's
+        argument may reach 2⁵³ (no exact remainder there; the GraphBLAS stage computes integer
+        values exactly). One read of the largest input, only for such functions."""
+        f = self.plan.functions[st.attr("fn")]
+        bound = _mod_bound(f.formula, tuple(f.symbols))
+        if bound is None or not args or args[0].numel() == 0:
+            return
+        tops = [x.abs().max() for x in args]
+        top = float(torch.stack(tops).max())
+        if bound(top) < FLOAT_EXACT:
+            return
+        at = next(int(x.abs().argmax()) for x, t in zip(args, tops, strict=True) if float(t) == top)
+        raise EvaluationError(
+            f"{f.name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph "
+            f"{gr.label(_graph_of(regs, st, gr, at))}: its Mod would take a float past 2^53, "
+            "where float64 holds no exact remainder; compile with constants='graphblas' (exact "
+            "on integers) or evaluate the sentence exactly (matlang.evaluate)"
+        )
+
+
+@functools.cache
+def _mod_bound(formula: Any, symbols: tuple[Any, ...]) -> Callable[[float], float] | None:
+    import sympy
+
+    return mod_argument_bound(formula, symbols) if formula.has(sympy.Mod) else None
 
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:

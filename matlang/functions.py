@@ -141,6 +141,55 @@ def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
     return bound(formula)
 
 
+#: Every integer of magnitude below this is a float64; past it, ``Mod`` of a float is noise.
+FLOAT_EXACT = 2**53
+
+
+def mod_argument_bound(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> Callable[[float], float]:
+    """``bound(m)``: an upper bound on the magnitude of every ``Mod``'s first argument in
+    ``formula`` when each symbol is at most ``m`` in magnitude (0 without ``Mod``; ``inf`` where
+    an argument is not a polynomial): ``Σ |c| · m^deg`` over its terms, a nested ``Mod(·, q)``
+    counted as a variable of magnitude below ``|q|``. Where it reaches :data:`FLOAT_EXACT`,
+    ``Mod`` computed on float64 values is not the exact remainder (``Mod(9**17, 7)`` is 4; on
+    the float64 nearest ``9**17``, 3). sympy works once, here; ``bound`` is arithmetic."""
+    import sympy as sp
+
+    # per Mod, its argument's terms: |c|, degree in the symbols, the nested moduli's part
+    groups: list[list[tuple[float, int, float]]] = []
+    for mod in formula.atoms(sp.Mod):
+        inner = mod.args[0]
+        nested = {m: (sp.Dummy(), m.args[1]) for m in inner.atoms(sp.Mod)}
+        if any(not q.is_Rational for _, q in nested.values()):
+            return lambda m: math.inf
+        inner = inner.xreplace({m: d for m, (d, _) in nested.items()})
+        moduli = [abs(float(q)) for _, q in nested.values()]
+        try:
+            poly = sp.Poly(sp.expand(inner), *symbols, *(d for d, _ in nested.values()))
+        except sp.PolynomialError:
+            return lambda m: math.inf
+        if not all(c.is_Rational for c in poly.coeffs()):
+            return lambda m: math.inf
+        k = len(symbols)
+        groups.append(
+            [
+                (
+                    abs(float(c)),
+                    sum(monomial[:k]),
+                    math.prod(q**e for q, e in zip(moduli, monomial[k:], strict=True)),
+                )
+                for monomial, c in poly.terms()
+            ]
+        )
+
+    def bound(m: float) -> float:
+        try:
+            return max((sum(c * m**d * q for c, d, q in g) for g in groups if g), default=0.0)
+        except OverflowError:
+            return math.inf
+
+    return bound
+
+
 # --------------------------------------------------------------------------- built-ins
 
 _BINOM_K = "binom(x, k) needs k to be a literal integer k >= 0, as in binom(deg, 3)"

@@ -57,10 +57,14 @@ def _same(got: object, want: object) -> bool:
         got = got.toarray()  # type: ignore[union-attr]
     if isinstance(want, np.ndarray) or isinstance(got, np.ndarray):
         g, w = np.asarray(got, dtype=object), np.asarray(want, dtype=object)
-        return g.shape == w.shape and all(
-            type(a) is type(b) or (int(a) == a and int(b) == b) and a == b
-            for a, b in zip(g.flat, w.flat)
-        ) and bool((g == w).all())
+        return (
+            g.shape == w.shape
+            and all(
+                type(a) is type(b) or (int(a) == a and int(b) == b) and a == b
+                for a, b in zip(g.flat, w.flat)
+            )
+            and bool((g == w).all())
+        )
     return type(got) is type(want) and got == want
 
 
@@ -311,3 +315,32 @@ def test_operator_symmetry_with_and_without_validation(
     assert prebuilt[0].symmetric == symmetric
     want = evaluate(parse_program(sentence), [g], inputs={"h": h.numpy()})
     np.testing.assert_allclose(out.numpy(), np.asarray(want[0], dtype=float), atol=1e-9)
+
+
+def test_mod_of_counts_past_2_53_is_exact_or_refused_never_noise() -> None:
+    """``Mod`` of integer graph constants past 2⁵³ (float64's exact integers): the GraphBLAS
+    stage and the sparse evaluator compute the remainder on the exact int64 values, as the dense
+    evaluator does (``9**17 mod 7`` is 4; on the float64 nearest ``9**17``, 3); a float past
+    2⁵³ (past int64, or the torch stage's float64) is refused with what and where, not 0."""
+    graphs = [complete(10), named("petersen")]
+    cases = {
+        "let f(x) = Mod(x, 7); 𝟏ᵀ f(A^17 𝟏)": [10 * pow(9, 17, 7), 10 * pow(3, 17, 7)],
+        "let f(x) = Mod(x*x, 1000); 𝟏ᵀ f(A^9 𝟏)": [10 * (9**18 % 1000), 10 * (3**18 % 1000)],
+        "let f(x) = Mod(x, 7); 𝟏ᵀ f(A^3 𝟏)": [10 * (9**3 % 7), 10 * (3**3 % 7)],
+    }
+    for text, want in cases.items():
+        program = parse_program(text)
+        assert [int(v) for v in evaluate(program, graphs)] == want, text
+        assert [int(v) for v in evaluate_sparse(program, graphs)] == want, text
+        got = compile(text, dtype=torch.float64)(graphs)
+        assert got.reshape(-1).tolist() == [float(v) for v in want], text
+    # below 2⁵³ the torch stage's float64 remainder is exact; past it, refused
+    small = compile("let f(x) = Mod(x, 7); 𝟏ᵀ f(A^3 𝟏)", dtype=torch.float64, constants="torch")
+    assert small(graphs).reshape(-1).tolist() == [10.0 * (9**3 % 7), 10.0 * (3**3 % 7)]
+    big = compile("let f(x) = Mod(x, 7); 𝟏ᵀ f(A^17 𝟏)", dtype=torch.float64, constants="torch")
+    with pytest.raises(EvaluationError, match=r"f\(\.\.\.\) in f\(A¹⁷ 𝟏\) reads 1\.668e\+16 "):
+        big(graphs)
+    # past int64 the compiled values are floats: Mod of them is refused, naming the graph
+    past = compile("let f(x) = Mod(x, 2); 𝟏ᵀ f(A^34 𝟏)", dtype=torch.float64)
+    with pytest.raises(EvaluationError, match="on graph complete10: its Mod would take a float past"):
+        past(graphs)

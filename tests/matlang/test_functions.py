@@ -261,3 +261,25 @@ def test_mod_needs_a_constant_modulus() -> None:
         define("h", ["x", "m"], "Mod(x, m)")
     with pytest.raises(FunctionError, match="constant non-zero modulus|cannot read"):
         define("h", ["x"], "Mod(x, 0)")
+
+
+def test_mod_argument_bound_is_a_bound_on_every_remainders_argument() -> None:
+    """``mod_argument_bound``: Σ|c|·m^deg over the argument's terms, a nested Mod by its
+    modulus, ``inf`` for a non-polynomial argument, 0 without Mod — checked against the largest
+    argument over integers in [-m, m]."""
+    import sympy as sp
+
+    from matlang.functions import mod_argument_bound
+
+    x = sp.Symbol("x")
+    assert mod_argument_bound(x * x, [x])(1e9) == 0.0
+    assert mod_argument_bound(sp.Mod(x, 7), [x])(9.0**17) == 9.0**17
+    assert mod_argument_bound(sp.Mod(sp.exp(x), 2), [x])(1.0) == float("inf")
+    assert mod_argument_bound(sp.Mod(x, 7), [x])(1e200) == 1e200
+    formula = sp.Mod(x * sp.Mod(x, 3) - 2 * x, 5) + sp.Mod(3 * x * x - x, 11)
+    bound = mod_argument_bound(formula, [x])
+    assert bound(10.0) == max(10 * 3 + 2 * 10, 3 * 100 + 10) == 310
+    for m in (1, 4, 10):
+        largest = max(max(abs(v * (v % 3) - 2 * v), abs(3 * v * v - v)) for v in range(-m, m + 1))
+        assert largest <= bound(float(m))
+    assert mod_argument_bound(sp.Mod(x**3, 7), [x])(1e200) == float("inf")  # overflow: inf
