@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +22,14 @@ import numpy as np
 from matlang import limits
 from matlang.errors import GraphError
 from matlang.inputs import check_edge_index, check_num_nodes, check_x
+
+#: How a weighted, looped or directed graph gets in, named where a check fails (evaluate and
+#: compile take graphs, not these options: as_graph makes the graph that carries them).
+WEIGHTED_HINT = (
+    "a weighted graph: matlang.graphs.as_graph(g, allow_weights=True), or a PyG edge_weight"
+)
+LOOPS_HINT = "to keep self-loops: matlang.graphs.as_graph(g, allow_self_loops=True)"
+DIRECTED_HINT = "a directed graph: matlang.graphs.as_graph(g, allow_directed=True)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +112,7 @@ def _check(
         bad = np.argwhere(~np.isin(a, (0, 1)))[0]
         raise GraphError(
             f"adjacency must be 0/1, entry ({bad[0]}, {bad[1]}) is {a[bad[0], bad[1]].item()!r} "
-            "(pass allow_weights=True for a weighted graph)",
+            f"({WEIGHTED_HINT})",
             name,
         )
     if binary:
@@ -111,13 +120,13 @@ def _check(
     if not allow_self_loops and np.any(np.diag(a) != 0):
         i = int(np.flatnonzero(np.diag(a))[0])
         raise GraphError(
-            f"self-loop at node {i} (pass allow_self_loops=True to keep self-loops)", name
+            f"self-loop at node {i} ({LOOPS_HINT})", name
         )
     if not allow_directed and not np.array_equal(a, a.T):
         i, j = (int(v) for v in np.argwhere(a != a.T)[0])
         raise GraphError(
             f"adjacency is not symmetric: entry ({i}, {j}) is {a[i, j].item()!r} but ({j}, {i}) "
-            f"is {a[j, i].item()!r} (pass allow_directed=True for a directed graph)",
+            f"is {a[j, i].item()!r} ({DIRECTED_HINT})",
             name,
         )
     a = np.array(a, copy=True)
@@ -172,8 +181,8 @@ def sparse_pattern(a: Any, name: str | None = None) -> tuple[int, np.ndarray, np
     if bad.size:
         k = int(bad[0])
         raise GraphError(
-            f"adjacency must be 0/1, entry ({rows[k]}, {cols[k]}) is {data[k].item()!r} (pass "
-            "allow_weights=True for a weighted graph)",
+            f"adjacency must be 0/1, entry ({rows[k]}, {cols[k]}) is {data[k].item()!r} "
+            f"({WEIGHTED_HINT})",
             name,
         )
     return n, rows, cols
@@ -219,7 +228,7 @@ def from_edge_index(
         if a[j, i] == 0:
             raise GraphError(
                 f"edge ({i}, {j}) has no reverse edge ({j}, {i}): store both directions of each "
-                "undirected edge (or pass allow_directed=True for a directed graph)",
+                f"undirected edge (or {DIRECTED_HINT})",
                 name,
             )
     return from_adjacency(
@@ -648,11 +657,29 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
         weights = [w for _, _, w in obj.edges(data="weight", default=1)]
         dtype = np.int64 if all(float(w).is_integer() for w in weights) else np.float64
         a = np.zeros((len(nodes), len(nodes)), dtype=dtype)
+        multi = obj.is_multigraph()
         for (u, v), w in zip(obj.edges(), weights):
-            a[index[u], index[v]] = w
-            if not obj.is_directed():
-                a[index[v], index[u]] = w
-        return from_adjacency(a, name=name or (obj.name or None), **options)
+            i, j = index[u], index[v]
+            # parallel edges of a multigraph add up, as networkx.to_numpy_array adds them
+            a[i, j] = a[i, j] + w if multi else w
+            if not obj.is_directed() and i != j:
+                a[j, i] = a[i, j]
+        label = name or (obj.name or None)
+        if multi and not options.get("allow_weights"):
+            count = Counter(
+                (index[u], index[v]) if obj.is_directed() else tuple(sorted((index[u], index[v])))
+                for u, v in obj.edges()
+            )
+            (i, j), k = count.most_common(1)[0] if count else ((0, 0), 1)
+            if k > 1:
+                raise GraphError(
+                    f"networkx {type(obj).__name__}: edge ({nodes[i]!r}, {nodes[j]!r}) is stored "
+                    f"{k} times; A is read as a simple graph: merge the parallel edges "
+                    "(networkx.Graph(g)), or read their count as A's entry "
+                    "(matlang.graphs.as_graph(g, allow_weights=True))",
+                    label,
+                )
+        return from_adjacency(a, name=label, **options)
     if is_pyg_like(obj):
         n, ptr = pyg_layout(obj)
         if ptr is not None:

@@ -342,5 +342,5 @@ def test_mod_of_counts_past_2_53_is_exact_or_refused_never_noise() -> None:
         big(graphs)
     # past int64 the compiled values are floats: Mod of them is refused, naming the graph
     past = compile("let f(x) = Mod(x, 2); 𝟏ᵀ f(A^34 𝟏)", dtype=torch.float64)
-    with pytest.raises(EvaluationError, match="on graph complete10: its Mod would take a float past"):
+    with pytest.raises(EvaluationError, match="on graph complete10: its Mod would take a float"):
         past(graphs)

@@ -258,9 +258,20 @@ def test_networkx_graphs() -> None:
     assert evaluate("𝟏ᵀ A 𝟏", nx.Graph([("a", "b"), ("b", "c")])) == 4
     g = nx.Graph()
     g.add_edge(0, 1, weight=3)
-    with pytest.raises(GraphError, match=r"entry \(0, 1\) is 3 \(pass allow_weights=True"):
-        as_graph(g)
+    # the hint names a call that works: evaluate and compile take graphs, not the option
+    with pytest.raises(GraphError, match=r"is 3 \(a weighted graph: matlang\.graphs\.as_graph"):
+        evaluate("𝟏ᵀ A 𝟏", g)
     assert evaluate("𝟏ᵀ A 𝟏", as_graph(g, allow_weights=True)) == 6
+    # parallel edges of a multigraph: refused by name, or their count read as a weight, as
+    # networkx.to_numpy_array adds them (never merged into one edge silently)
+    multi = nx.MultiGraph([(0, 1), (0, 1), (1, 2)])
+    with pytest.raises(GraphError, match=r"MultiGraph: edge \(0, 1\) is stored 2 times"):
+        evaluate("𝟏ᵀ A 𝟏", multi)
+    assert evaluate("𝟏ᵀ A 𝟏", as_graph(multi, allow_weights=True)) == 6
+    assert nx.to_numpy_array(multi).sum() == 6
+    assert evaluate("𝟏ᵀ A 𝟏", nx.MultiGraph([(0, 1), (1, 2)])) == 4  # no parallel edge: as is
+    loops = nx.MultiGraph([(0, 0), (0, 1)])
+    assert as_graph(loops, allow_self_loops=True).adjacency.tolist() == [[1, 1], [1, 0]]
     with pytest.raises(GraphError, match="not symmetric"):
         as_graph(nx.DiGraph([(0, 1)]))
     with pytest.raises(GraphError, match="self-loop at node 0"):
@@ -295,14 +306,14 @@ def test_named_graphs() -> None:
 
 BAD = [
     (np.array([[0, 1], [0, 0]]), "adjacency is not symmetric: entry (0, 1) is 1 but (1, 0) is 0 "
-     "(pass allow_directed=True for a directed graph)"),
-    (np.array([[1, 1], [1, 0]]), "self-loop at node 0 (pass allow_self_loops=True to keep "
-     "self-loops)"),
+     "(a directed graph: matlang.graphs.as_graph(g, allow_directed=True))"),
+    (np.array([[1, 1], [1, 0]]), "self-loop at node 0 (to keep self-loops: "
+     "matlang.graphs.as_graph(g, allow_self_loops=True))"),
     (np.zeros((2, 3)), "adjacency must be a square matrix, got shape (2, 3)"),
-    (np.array([[0, 2], [2, 0]]), "adjacency must be 0/1, entry (0, 1) is 2 (pass "
-     "allow_weights=True for a weighted graph)"),
-    (np.array([[0, 0.5], [0.5, 0]]), "adjacency must be 0/1, entry (0, 1) is 0.5 (pass "
-     "allow_weights=True for a weighted graph)"),
+    (np.array([[0, 2], [2, 0]]), "adjacency must be 0/1, entry (0, 1) is 2 (a weighted graph: "
+     "matlang.graphs.as_graph(g, allow_weights=True), or a PyG edge_weight)"),
+    (np.array([[0, 0.5], [0.5, 0]]), "adjacency must be 0/1, entry (0, 1) is 0.5 (a weighted "
+     "graph: matlang.graphs.as_graph(g, allow_weights=True), or a PyG edge_weight)"),
     (np.array([[0, np.nan], [np.nan, 0]]), "adjacency has NaN or infinite entries"),
     (np.array([["a", "b"], ["c", "d"]]), "adjacency must be numeric, got dtype <U1"),
     (object(), "cannot make a graph from object: give an adjacency matrix, an edge_index object, "
@@ -331,9 +342,9 @@ BAD_EDGE_INDEX = [
     (np.array([[0.0, 1.0], [1.0, 0.0]]), 3, "edge_index must hold integers, got dtype float64"),
     (np.array([[0, 1, 0], [1, 0, 1]]), 3, "edge (0, 1) appears 2 times in edge_index"),
     (np.array([[0], [1]]), 3, "edge (0, 1) has no reverse edge (1, 0): store both directions of "
-     "each undirected edge (or pass allow_directed=True for a directed graph)"),
-    (np.array([[1], [1]]), 3, "self-loop at node 1 (pass allow_self_loops=True to keep "
-     "self-loops)"),
+     "each undirected edge (or a directed graph: matlang.graphs.as_graph(g, allow_directed=True))"),
+    (np.array([[1], [1]]), 3, "self-loop at node 1 (to keep self-loops: "
+     "matlang.graphs.as_graph(g, allow_self_loops=True))"),
 ]  # fmt: skip
 
 
