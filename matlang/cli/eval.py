@@ -71,13 +71,22 @@ class _EdgeList:
 def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:
     """Each sentence on GraphBLAS over the --edges files and the dense graphs given."""
     from matlang.compiler.constants import evaluate_sparse
+    from matlang.compiler.support import FullMaskError
 
     sources: list[tuple[Any, str]] = [(_EdgeList(p), p) for p in args.edges]
     if args.graph or args.graph6 or args.file or not sources:
         sources += [(g, g.label()) for g in graphs_from_args(args)]
     results = []
     for s in program:
-        vals = [evaluate_sparse(s.expr, g) for g, _ in sources]
+        try:
+            vals = [evaluate_sparse(s.expr, g) for g, _ in sources]
+        except FullMaskError as e:  # the compiler's hint names compile's --dense, not eval's
+            raise FullMaskError(
+                e.message,
+                e.span,
+                e.text if e.text is not None else getattr(program, "text", None),
+                "drop --sparse: the dense evaluator computes it on all n² entries of each graph",
+            ) from None
         results.append((s, vals, [name for _, name in sources]))
     return results
 

@@ -3,6 +3,8 @@ or a project error (exit 1, one message)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import matlang
@@ -58,3 +60,19 @@ def test_bank_limit_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> 
         capsys, "bank", "--fragment", "L1", "--max-size", "3", "--pairs", "exp", "--limit", "-1"
     )
     assert code == 1 and "--limit must be at least 0, got -1" in err
+
+
+def test_eval_sparse_on_a_full_matrix_points_at_it_and_names_eval_s_own_way_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``eval --sparse`` on ``exp(A)`` (full support): the error shows the sentence with a caret
+    under ``exp(A)`` and a hint eval can follow (drop --sparse), not compile's --dense, which
+    eval does not take; dropping it gives the dense evaluator's value."""
+    code, out, err = run(capsys, "eval", "--sparse", "𝟏ᵀ exp(A) 𝟏", "--graph", "K4")
+    assert code == 1 and out == ""
+    assert "1:4: compile error: exp(A) is multiplied with a vector" in err
+    assert "  𝟏ᵀ exp(A) 𝟏\n     ^^^^^^\n" in err
+    assert "hint: drop --sparse" in err and "--dense" not in err
+    code, out, err = run(capsys, "eval", "--float", "𝟏ᵀ exp(A) 𝟏", "--graph", "K4")
+    # exp entrywise on K4: e on the 12 edges, exp(0) = 1 on the 4 diagonal entries
+    assert code == 0 and abs(float(out.split(":")[-1]) - (12 * math.e + 4)) < 1e-9
