@@ -466,7 +466,9 @@ def parse_program(
         meta = deepest.meta
         start = getattr(meta, "start_pos", 0) if not meta.empty else 0
         raise MatlangSyntaxError(
-            f"the sentence nests {depth} levels deep, beyond {limits.named('MAX_NESTING')}",
+            f"the sentence nests {depth} levels deep (each operand of a chain of +, - or "
+            "products is a level, as is each unary minus, call or power; brackets alone are "
+            f"not), beyond {limits.named('MAX_NESTING')}",
             Span.of(text, start),
             text,
         )

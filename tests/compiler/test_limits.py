@@ -41,7 +41,11 @@ CASES = [
     P(lambda: parse("tr(A) + " * 20000 + "1"), MatlangSyntaxError,
       "160001 characters, beyond the limit MAX_SENTENCE_CHARS = 100 000", id="sentence-size"),
     P(lambda: parse("-" * 1000 + "tr(A)"), MatlangSyntaxError,
-      "levels deep, beyond the limit MAX_NESTING = 200", id="nesting"),
+      "brackets alone are not), beyond the limit MAX_NESTING = 200", id="nesting"),
+    # a long flat sum is as deep as it has terms: the message says what counts as a level
+    P(lambda: parse(" + ".join(["tr(A^3)"] * 198)), MatlangSyntaxError,
+      "nests 203 levels deep (each operand of a chain of +, - or products is a level",
+      id="nesting-flat-sum"),
     P(lambda: evaluate("tr(A^10000)", "petersen"), EvaluationError,
       "about 4771 digits on graph petersen, beyond the limit MAX_DIGITS = 4 000", id="digits"),
     P(lambda: compile("tr(A^329)"), CompileError,
