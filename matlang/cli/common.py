@@ -81,7 +81,12 @@ def read_sentences(args: argparse.Namespace) -> Any:
     else:
         raise MatlangError("give a sentence or --sentences FILE")
     if not program.sentences:
-        raise MatlangError("no sentence to work on (only definitions were given)")
+        given = (
+            "only definitions were given"
+            if program.functions or _has_text(program)
+            else ("the text is empty")
+        )
+        raise MatlangError(f"no sentence to work on ({given})")
     return program
 
 
@@ -105,8 +110,6 @@ def _parse_file(path: Path, text: str, args: argparse.Namespace) -> Any:
         print(f"{path}:{bad[line]}\n{path}:{line}: line left out, going on", file=sys.stderr)
     args.bad_sentences = getattr(args, "bad_sentences", 0) + len(bad)
     return program
-
-
 
 
 # --------------------------------------------------------------------------- the experiments
@@ -169,3 +172,10 @@ def output_options(p: argparse.ArgumentParser, *, threads: int | None = None) ->
     p.add_argument(
         "--threads", type=int, default=threads, help=f"torch CPU threads (default {default})"
     )
+
+
+def _has_text(program: Any) -> bool:
+    """Whether a program's text holds anything but blanks and comments (a ``let``, an
+    ``input``)."""
+    lines = (program.text or "").splitlines()
+    return any(ln.split("#", 1)[0].strip() for ln in lines)

@@ -115,6 +115,8 @@ def test_eval_sentence_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
         (["eval", "--graph", "K4"], "give a sentence or --sentences FILE\n"),
         (["eval", "let B = A", "--graph", "K4"],
          "no sentence to work on (only definitions were given)\n"),
+        (["eval", "", "--graph", "K4"], "no sentence to work on (the text is empty)\n"),
+        (["parse", "  # a comment"], "no sentence to work on (the text is empty)\n"),
         (["eval", "log(A)", "--graph", "K2"],
          "log(0.0) is -inf at entry (0, 0) on graph K2 (pass nonfinite='keep' to keep inf/nan)\n"),
         (["eval", "tr(A)", "--graph6", "I?"],
