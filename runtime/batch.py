@@ -268,12 +268,14 @@ class Batch:
         if host:
             e = ei.numpy()
             e = e if e.dtype == np.int64 else e.astype(np.int64)
-            lo, hi = int(e.min()), int(e.max())
+            # one reduction for both ends: read as uint64, a negative id is past 2⁶³ > n
+            if e.size and int(e.view(np.uint64).max()) >= n:
+                return False
         else:
             e = ei.to(torch.int64)
             lo, hi = (int(t) for t in torch.aminmax(e))
-        if lo < 0 or hi >= n:
-            return False
+            if lo < 0 or hi >= n:
+                return False
         fp = self.fingerprint() if fp is None else fp
         if fp is not None:
             self._memo["in_range"] = (fp, True)
