@@ -163,10 +163,9 @@ class ConstantStage:
         known = self._exactly.get(fn)
         if known is None:
             f = self.plan.functions[fn]
-            has_mod = f.formula.has(_sympy().Mod)
             known = (
                 exact_degree(f.formula, f.symbols) is not None,
-                mod_argument_bound(f.formula, f.symbols) if has_mod else None,
+                mod_argument_bound(f.formula, f.symbols),
             )
             self._exactly[fn] = known
         return known
@@ -463,12 +462,6 @@ def _shrink_exact(x: np.ndarray) -> np.ndarray:
     out = np.empty(x.shape, dtype=object)
     out.flat[:] = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else v for v in flat]
     return out
-
-
-def _sympy() -> Any:
-    import sympy
-
-    return sympy
 
 
 # --------------------------------------------------------------------------- torch side

@@ -237,9 +237,7 @@ class TorchConstantStage(ConstantStage):
 
 @functools.cache
 def _mod_bound(formula: Any, symbols: tuple[Any, ...]) -> Callable[[float], float] | None:
-    import sympy
-
-    return mod_argument_bound(formula, symbols) if formula.has(sympy.Mod) else None
+    return mod_argument_bound(formula, symbols)
 
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:

@@ -145,15 +145,20 @@ def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
 FLOAT_EXACT = 2**53
 
 
-def mod_argument_bound(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> Callable[[float], float]:
+def mod_argument_bound(
+    formula: sp.Expr, symbols: Sequence[sp.Symbol]
+) -> Callable[[float], float] | None:
     """``bound(m)``: an upper bound on the magnitude of every ``Mod``'s first argument in
-    ``formula`` when each symbol is at most ``m`` in magnitude (0 without ``Mod``; ``inf`` where
-    an argument is not a polynomial): ``Σ |c| · m^deg`` over its terms, a nested ``Mod(·, q)``
-    counted as a variable of magnitude below ``|q|``. Where it reaches :data:`FLOAT_EXACT`,
+    ``formula`` when each symbol is at most ``m`` in magnitude (``None`` for a formula without
+    ``Mod``; ``inf`` where an argument is not a polynomial): ``Σ |c| · m^deg`` over its
+    terms, a nested ``Mod(·, q)`` counted as a variable of magnitude below ``|q|``. Where it
+    reaches :data:`FLOAT_EXACT`,
     ``Mod`` computed on float64 values is not the exact remainder (``Mod(9**17, 7)`` is 4; on
     the float64 nearest ``9**17``, 3). sympy works once, here; ``bound`` is arithmetic."""
     import sympy as sp
 
+    if not formula.has(sp.Mod):
+        return None
     # per Mod, its argument's terms: |c|, degree in the symbols, the nested moduli's part
     groups: list[list[tuple[float, int, float]]] = []
     for mod in formula.atoms(sp.Mod):
