@@ -79,9 +79,10 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     whose support is full (``exp(A)``) is refused here with the error of
     :func:`compiler.api.compile` (``dense=True`` allows it).
 
-    With ``init="identity"``, ``activation=None`` and ``product=False``, the layer computes
+    With ``init="identity"`` and ``activation=None``, the layer computes
     ``[C_1 X ‖ … ‖ C_S X ‖ f_1(X) ‖ … ‖ U]`` exactly: the sentences' values, the starting
-    point for training (``out_channels`` must then be ``(S + K)·in_channels + #U``).
+    point for training (``out_channels`` must then be ``(S + K)·in_channels + #U``). The
+    product term starts at zero with ``W_b = 0`` and a Glorot ``W_a``, so it still learns.
 
     Args:
         in_channels: width ``d`` of ``x``.
@@ -269,8 +270,11 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                     self.channel_weight[t, :, (s + t) * d : (s + t + 1) * d] = eye  # type: ignore[index]
                 for t in range(u):
                     self.node_weight[t, (s + k) * d + t] = 1.0  # type: ignore[index]
-                if self.product:
-                    self.product_weight_a.zero_()
+            if self.product:
+                # zero, and trainable: W_b = 0 beside a Glorot W_a (both zero is a saddle point,
+                # each factor's gradient being the other factor)
+                _glorot(self.product_weight_a)
+                with torch.no_grad():
                     self.product_weight_b.zero_()
         else:
             for p in (self.weight, self.channel_weight):

@@ -72,6 +72,31 @@ def test_channel_and_node_sentences_are_exact_at_identity_initialisation() -> No
         row += n
 
 
+def test_the_product_term_learns_from_the_identity_start() -> None:
+    """``init="identity"`` with ``product=True``: the product term is zero at the start (the
+    layer's values are the sentences' alone, as above) and still trainable — both factors zero
+    was a saddle point where neither ever received a gradient."""
+    d = 3
+    b = _batch()
+    conv = SentenceConv(d, 2 * d, ["A", "A ⊙ A²"], init="identity", product=True).double()
+    x = _x(b, d, seed=2)
+    a, w = conv.product_weight_a, conv.product_weight_b
+    assert float(w.abs().max()) == 0.0 and float(a.abs().max()) > 0.0
+    plain = SentenceConv(d, 2 * d, ["A", "A ⊙ A²"], init="identity").double()
+    start = conv(x, b.edge_index, b.batch)
+    torch.testing.assert_close(start, plain(x, b.edge_index, b.batch), rtol=0, atol=0)
+    opt = torch.optim.Adam(conv.parameters(), lr=1e-2)
+    target = torch.randn(
+        start.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    for _ in range(3):
+        opt.zero_grad()
+        ((conv(x, b.edge_index, b.batch) - target) ** 2).mean().backward()
+        assert w.grad is not None and float(w.grad.abs().max()) > 0.0
+        opt.step()
+    assert float(w.abs().max()) > 0.0 and a.grad is not None and float(a.grad.abs().max()) > 0.0
+
+
 def test_gradients_reach_every_parameter_and_the_input() -> None:
     b = _batch()
     conv = SentenceConv(
