@@ -404,6 +404,13 @@ class ResultFile:
             raise MatlangError("--append adds seeds to a result file: it cannot go with --no-save")
         if self.path is None:
             return
+        folder = Path(args.out)
+        clash = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        if clash is not None:  # before any training: saving would fail after it
+            raise MatlangError(
+                f"--out {args.out}: {clash} is a file, not a folder (--out names the folder "
+                f"that gets {name})"
+            )
         check_clean_tree(self.path, args)
         if self.append and parts is not None and not self.path.exists():
             return  # parts (folds) build their file piece by piece: the first piece starts it

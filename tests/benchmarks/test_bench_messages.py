@@ -48,6 +48,22 @@ def test_count_refusal_still_offers_append(tmp_path: Path) -> None:
         ResultFile(args, "f.json", {"a": 1}, [1])
 
 
+def test_out_naming_a_file_is_refused_before_any_training(tmp_path: Path) -> None:
+    """``--out FILE`` (an existing file, or a folder under one): refused when the run is set up,
+    naming the file — it failed after training, at the first save, and the run was lost."""
+    from benchmarks.records import ResultFile
+
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine\n")
+    for out in (mine, mine / "sub"):
+        args = argparse.Namespace(out=str(out), no_save=False, append=False, force=True)
+        with pytest.raises(MatlangError, match=f"{re.escape(str(mine))} is a file, not a folder"):
+            ResultFile(args, "f.json", {"a": 1}, [0])
+    assert mine.read_text() == "mine\n"
+    args = argparse.Namespace(out=str(tmp_path / "new" / "sub"), no_save=False, append=False)
+    assert ResultFile(args, "f.json", {"a": 1}, [0]).path == tmp_path / "new" / "sub" / "f.json"
+
+
 def test_tu_help_lists_the_models_tu_takes(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks.paper.tu import model_choices, run_tu
 
