@@ -306,10 +306,15 @@ def bench(args: argparse.Namespace) -> int:
     """``matlang bench merge``: merge, check, write (in place, or ``--out``), summarise."""
     into = Path(args.into)
     sources = [Path(s) for s in args.sources]
+    target = Path(args.out) if args.out else into
+    if target.is_dir():  # --force replaces a file, never a folder
+        raise MatlangError(
+            f"matlang bench merge: --out {target} is a folder; --out names the merged file "
+            f"(e.g. {target / into.name})"
+        )
     old = read_piece(into)
     replace = bool(getattr(args, "replace", False))
     merged = merge_files(into, old, sources, replace=replace)
-    target = Path(args.out) if args.out else into
     if target.resolve() != into.resolve() and target.exists() and not args.force:
         raise MatlangError(
             f"matlang bench merge: {target} exists; it is never replaced without --force "

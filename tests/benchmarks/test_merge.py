@@ -170,6 +170,15 @@ def test_merge_refuses_what_is_not_a_result_file(
     err = capsys.readouterr().err
     assert f"matlang bench merge {other}: it or {count} lacks a field" in err
     assert "Traceback" not in err
+    # --out a folder: refused by name, even with --force, and nothing written beside it
+    folder = tmp_path / "aside"
+    folder.mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["bench", "merge", str(count), str(other), "--out", str(folder), "--force"]) == 1
+    err = capsys.readouterr().err
+    assert f"--out {folder} is a folder; --out names the merged file" in err
+    assert "Traceback" not in err and sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not any(folder.iterdir())
 
 
 def test_merge_replace_count_seeds(
