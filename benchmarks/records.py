@@ -253,6 +253,26 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def check_replaceable(path: Path, heading: str, *, force: bool = False) -> None:
+    """Refuse to replace ``path`` unless it is absent, ``force`` is given, or it looks like a
+    file this project writes there: Markdown starting with ``heading``, a PNG matplotlib wrote,
+    a JSON object. Nothing a user saved under one of those names is overwritten silently."""
+    if force or not path.exists():
+        return
+    if path.is_file():
+        head = path.read_bytes()[:200]
+        if path.suffix == ".md" and head.startswith(heading.encode()):
+            return
+        if path.suffix == ".png" and head.startswith(b"\x89PNG") and b"Matplotlib" in head:
+            return
+        if path.suffix == ".json" and head.lstrip().startswith(b"{"):
+            return
+    raise MatlangError(
+        f"{path} exists and was not written by matlang report; it is never replaced without "
+        "--force (or give another --out)"
+    )
+
+
 def with_model_config(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` with its model's full configuration in ``model_info.config`` when the bench
     recorded only a parameter count (the TU table): the configuration its protocol builds

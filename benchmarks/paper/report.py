@@ -37,8 +37,11 @@ from benchmarks.paper.report_flags import (
     seed_count_sentence,
     tu_flags,
 )
-from benchmarks.records import result_name
+from benchmarks.records import check_replaceable, result_name
 from matlang.errors import DataError
+
+#: report.md's first line: how a rewrite knows the file is its own.
+REPORT_HEADING = "# Reproducing the paper's tables"
 
 #: Row order of the paper's tables, then the compiled models (not in the paper).
 MODEL_ORDER: tuple[str, ...] = (
@@ -391,7 +394,7 @@ def render(
     Table 2's rows from variant files, :func:`table2_variant_rows`)."""
     plots = plots or {}
     out = [
-        "# Reproducing the paper's tables",
+        REPORT_HEADING,
         "",
         "Cells read **ours / paper** (Balcilar et al., ICML 2021). `–`: not run (ours) or not "
         "in the paper. The notes under each table say exactly what was run for each number "
@@ -737,11 +740,20 @@ def _brec_section(results: Sequence[Result]) -> list[str]:
 
 
 def write_report(
-    results_dir: str | Path = "results", out_dir: str | Path | None = None, *, plots: bool = True
+    results_dir: str | Path = "results",
+    out_dir: str | Path | None = None,
+    *,
+    plots: bool = True,
+    force: bool = False,
 ) -> list[Path]:
-    """Write ``report.md`` (and the PNGs) from the results in ``results_dir``; the paths."""
+    """Write ``report.md`` (and the PNGs) from the results in ``results_dir``; the paths. A file
+    of those names that this function did not write is replaced only with ``force``."""
     results = load_results(results_dir)
     out = Path(out_dir) if out_dir is not None else Path(results_dir)
+    for name in ["report.md", "report-variants.json", "table1.png", "table3.png"]:
+        check_replaceable(out / name, REPORT_HEADING, force=force)
+    for path in out.glob("table2-*.png"):
+        check_replaceable(path, REPORT_HEADING, force=force)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     links: dict[str, str] = {}

@@ -769,3 +769,28 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     pngs = sorted(p.name for p in written if p.suffix == ".png")
     assert pngs == ["table1.png", "table2-randomgraph.png", "table3.png"]
     assert all((tmp_path / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
+
+
+def test_report_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """``write_report`` into a folder holding the user's own ``report.md`` (or a PNG of a
+    table's name that matplotlib did not write): refused, the file untouched; ``force`` replaces
+    it; its own earlier report is rewritten without ``force``."""
+    from benchmarks.paper.report import REPORT_HEADING
+    from matlang.errors import MatlangError
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    iso = {"bench": "iso", "dataset": "exp", "model": "gin", "undistinguished": 0, "pairs": 600}
+    _write(results, "iso-exp-gin.json", {**iso, "seeds": [0], "config": {}, "wall_seconds": 1})
+    out.mkdir()
+    (out / "report.md").write_text("MY OWN REPORT\n")
+    with pytest.raises(MatlangError, match="report.md exists and was not written by matlang"):
+        write_report(results, out, plots=False)
+    assert (out / "report.md").read_text() == "MY OWN REPORT\n"
+    assert write_report(results, out, plots=False, force=True)[0] == out / "report.md"
+    assert (out / "report.md").read_text().startswith(REPORT_HEADING)
+    assert write_report(results, out, plots=False)[0] == out / "report.md"  # its own: rewritten
+    (out / "table1.png").write_bytes(b"\x89PNG\r\n\x1a\n not from matplotlib")
+    with pytest.raises(MatlangError, match="table1.png exists and was not written"):
+        write_report(results, out, plots=False)
+    assert (out / "table1.png").read_bytes().endswith(b"not from matplotlib")
