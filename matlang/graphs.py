@@ -40,6 +40,15 @@ class Graph:
     name: str | None = None
     x: np.ndarray | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        # what is derived from the adjacency is cached on the graph (below): it is read-only
+        # here too, not only through as_graph (a read-only view of the array given, no copy)
+        a = self.adjacency
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            view = a.view()
+            view.setflags(write=False)
+            object.__setattr__(self, "adjacency", view)
+
     @property
     def num_nodes(self) -> int:
         return int(self.adjacency.shape[0])

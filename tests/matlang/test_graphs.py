@@ -242,3 +242,20 @@ def test_as_graphs() -> None:
     with pytest.raises(GraphError, match="no built-in graph named 'petersn'"):
         as_graph("petersn")
     assert as_graph("K4", name="mine").name == "mine"
+
+
+def test_a_graph_built_directly_is_read_only_so_its_cached_values_stay_true() -> None:
+    """``Graph(array)`` (not through ``as_graph``): its adjacency is a read-only view, as
+    ``as_graph``'s copy is — a write would leave the graph's cached edges, fingerprint and a
+    compiled module's per-graph constants stale while ``evaluate`` saw the new matrix."""
+    import matlang
+    from matlang.graphs import Graph
+
+    tri = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=float)
+    g = Graph(tri.copy())
+    assert matlang.compile("tr(A^3)/6")([g]).tolist() == [1.0]
+    with pytest.raises(ValueError, match="read-only"):
+        g.adjacency[0, 1] = 0.0
+    assert matlang.evaluate("tr(A^3)/6", g) == 1
+    fixed = Graph(np.array(tri, copy=True)).adjacency  # read-only already: kept as it is
+    assert Graph(fixed).adjacency is fixed
