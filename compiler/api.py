@@ -57,8 +57,10 @@ def compile(  # noqa: A001 - the public name the design asks for
         dense: allow matrices with a full support to be materialised on all n² entries of each
             graph instead of raising :class:`~compiler.support.FullMaskError`.
         trainable_functions: replace each pointwise function by a small MLP.
-        weights: ``"literals"``: every number literal is an ``nn.Parameter`` at its exact value;
-            ``"all"``: also a mixing coefficient per summand and a weight on ``A``.
+        weights: ``"literals"``: every number literal of the sentences is an ``nn.Parameter``
+            at its exact value (a ``let`` function's formula, its literals included, is fixed:
+            ``trainable_functions`` learns functions); ``"all"``: also a mixing coefficient per
+            summand and a weight on ``A``.
         nonfinite: ``"error"`` raises like the dense evaluator on inf/nan and division by 0.
         validate: validate each batch (symmetric, no self-loops, indices in range).
         cache: keep graph constants per graph across batches (``True``: the module's own
