@@ -327,7 +327,7 @@ class CompiledModule(nn.Module):
         for key in (
             "_functions", "_step_ops", "_program", "_learnable", "_stage", "_torch_stage",
             "_last_run",
-        ):
+        ):  # fmt: skip
             state.pop(key, None)
         return state
 
@@ -559,7 +559,8 @@ class CompiledModule(nn.Module):
             i = int(at[0])
             raise EvaluationError(
                 f"{what} is {float(v.detach()[tuple(at)])} on graph {self._graph_of(ctx, step, i)} "
-                "(compile with nonfinite='keep' to keep inf/nan)"
+                "(nonfinite='keep' keeps inf/nan: matlang.compile, SentenceConv and "
+                "SentenceReadout take it)"
             )
 
     def _mask(self, ctx: _Context, step: Step) -> Tensor:

@@ -19,6 +19,7 @@ from matlang.compiler.layers.stage import (
     apply_channels,
     graph_values,
     make_batch,
+    nonfinite_option,
     propagate,
     stage,
     stage_key,
@@ -95,6 +96,8 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             ``"sigmoid"`` or a callable.
         init: ``"glorot"`` or ``"identity"`` (see above).
         dense: allow full supports, materialised on all ``n²`` entries of each graph.
+        nonfinite: ``"error"`` raises, naming the sentence and the graph, where a sentence's
+            value is inf/nan (an input too); ``"keep"`` lets them through, as ``compile`` does.
         normalize: ``None`` (the supports as they are) or ``"max_row_sum"``: each support
             divided, graph by graph, by its largest absolute row sum (at least 1), which bounds
             its spectral radius by 1, so stacked layers do not multiply entries in the tens.
@@ -147,6 +150,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         dense: bool = False,
         normalize: str | None = None,
         self_loops: str = "error",
+        nonfinite: str = "error",
     ) -> None:
         if MessagePassingBase is nn.Module:
             super().__init__()
@@ -174,10 +178,13 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         self.supports = tuple(i.text for i in by_kind(infos, "support"))
         self.channel_sentences = tuple(i.text for i in by_kind(infos, "channel"))
         self.node_sentences = tuple(i.text for i in by_kind(infos, "node"))
-        self.dense = dense
-        self._support_key = stage_key("supports", self.supports, dense=dense, level="matrix")
-        self._channel_key = stage_key("apply", self.channel_sentences, dense=dense, level="node")
-        self._node_key = stage_key("values", self.node_sentences, dense=dense, level="node")
+        self.dense, self.nonfinite = dense, nonfinite
+        nf = nonfinite_option(nonfinite)
+        self._support_key = stage_key("supports", self.supports, dense=dense, level="matrix", **nf)
+        self._channel_key = stage_key(
+            "apply", self.channel_sentences, dense=dense, level="node", **nf
+        )
+        self._node_key = stage_key("values", self.node_sentences, dense=dense, level="node", **nf)
         s, k, u = len(self.supports), len(self.channel_sentences), len(self.node_sentences)
         # a kind of sentence the layer lacks has no parameter (every parameter gets gradients)
         #: ``W_s`` of support ``s``: ``weight[s]`` is ``(in_channels, out_channels)``.

@@ -12,6 +12,7 @@ from matlang.compiler.layers.stage import (
     apply_channels,
     graph_values,
     make_batch,
+    nonfinite_option,
     stage,
     stage_key,
 )
@@ -38,6 +39,9 @@ class SentenceReadout(nn.Module):
     Args:
         sentences: graph-level sentences (a program or a list).
         in_channels: width ``d`` of ``x`` (needed when a sentence reads a free input).
+        dense: allow full supports, materialised on all ``n²`` entries of each graph.
+        nonfinite: ``"error"`` raises, naming the sentence and the graph, where a sentence's
+            value is inf/nan (an input too); ``"keep"`` lets them through, as ``compile`` does.
 
     Shapes:
         - **input:** node features :math:`(N, d)`, edge indices :math:`(2, E)`, batch vector
@@ -53,9 +57,12 @@ class SentenceReadout(nn.Module):
         in_channels: int = 0,
         *,
         dense: bool = False,
+        nonfinite: str = "error",
     ) -> None:
         super().__init__()
         infos = describe_sentences(sentences, dense=dense)
+        nf = nonfinite_option(nonfinite)
+        self.nonfinite = nonfinite
         wrong = [i for i in infos if i.kind not in ("graph", "graph-channel")]
         if wrong:
             raise MatlangError(
@@ -73,9 +80,11 @@ class SentenceReadout(nn.Module):
         self.in_channels = in_channels
         self.out_channels = len(self.constant_sentences) + in_channels * len(self.channel_sentences)
         self._constant_key = stage_key(
-            "values", self.constant_sentences, dense=dense, level="graph"
+            "values", self.constant_sentences, dense=dense, level="graph", **nf
         )
-        self._channel_key = stage_key("apply", self.channel_sentences, dense=dense, level="graph")
+        self._channel_key = stage_key(
+            "apply", self.channel_sentences, dense=dense, level="graph", **nf
+        )
 
     def forward(
         self,

@@ -40,12 +40,20 @@ from matlang.runtime.preprocess import PreprocessCache
 from matlang.runtime.sparse import csr_matrix
 from torch import Tensor
 
-from matlang.errors import GraphError
+from matlang.errors import GraphError, MatlangError
 
 
 def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
     """The key of a stage: what it computes, as canonical JSON."""
     return json.dumps({"kind": kind, "sentences": list(sentences), **options}, sort_keys=True)
+
+
+def nonfinite_option(nonfinite: str) -> dict[str, str]:
+    """A layer's ``nonfinite`` as stage-key options: none for the default ``"error"`` (a key
+    stays what it was), ``{"nonfinite": "keep"}`` to let inf/nan through as compile does."""
+    if nonfinite not in ("error", "keep"):
+        raise MatlangError(f"nonfinite must be 'error' or 'keep', got {nonfinite!r}")
+    return {} if nonfinite == "error" else {"nonfinite": nonfinite}
 
 
 def make_batch(
@@ -124,6 +132,7 @@ class Stage:
                 text,
                 dtype=dtype,
                 dense=self.spec.get("dense", False),
+                nonfinite=self.spec.get("nonfinite", "error"),
                 validate=False,
                 # the stage files its supports per graph (support_cache); the module filing
                 # each graph's constants as well would store every new graph twice

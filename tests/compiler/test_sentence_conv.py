@@ -509,3 +509,31 @@ def test_plain_supports_equal_materialise(text: str) -> None:
     assert plain is not None
     index, values = materialise(module, b)
     assert torch.equal(plain[0], index) and torch.equal(plain[1], values.to(torch.float64))
+
+
+def test_layers_take_nonfinite_as_compile_does() -> None:
+    """A float32 overflow in a layer: ``"error"`` (the default) names the sentence and the graph
+    and says which option keeps it; ``nonfinite="keep"`` — which the message names, and which
+    SentenceConv and SentenceReadout now take — lets the inf through, as ``compile`` does."""
+    from matlang.compiler.layers.readout import SentenceReadout
+
+    from matlang.errors import EvaluationError, MatlangError
+
+    tri = torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
+    x = torch.full((3, 1), 1e20)  # (A h)² = 4e40 > float32's 3.4e38
+    conv = ["input h; relu(A h) ⊙ (A² h)"]
+    readout = ["input h; 𝟏ᵀ ((A h) ⊙ (A h))"]
+    with pytest.raises(EvaluationError, match=r"is inf on graph #0 \(nonfinite='keep' keeps"):
+        SentenceConv(1, 1, conv, init="identity", bias=False)(x, tri)
+    with pytest.raises(EvaluationError, match=r"SentenceConv and SentenceReadout take it"):
+        SentenceReadout(readout, 1)(x, tri)
+    kept = SentenceConv(1, 1, conv, init="identity", bias=False, nonfinite="keep")(x, tri)
+    assert torch.isinf(kept).all()
+    assert torch.isinf(SentenceReadout(readout, 1, nonfinite="keep")(x, tri)).all()
+    # finite values are the same either way
+    small = torch.ones(3, 1)
+    a = SentenceConv(1, 1, conv, init="identity", bias=False)(small, tri)
+    b = SentenceConv(1, 1, conv, init="identity", bias=False, nonfinite="keep")(small, tri)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(MatlangError, match="nonfinite must be 'error' or 'keep', got 'ignore'"):
+        SentenceConv(1, 1, ["A"], nonfinite="ignore")
