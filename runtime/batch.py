@@ -126,15 +126,16 @@ class Batch:
     # -- per-batch memo ---------------------------------------------------------------------
     def fingerprint(self) -> tuple[Any, ...] | None:
         """What :meth:`cached` compares: identity and in-place-modification counters of the
-        index tensors (``None`` for inference-mode tensors, which keep no counter: nothing is
-        remembered for them)."""
+        index tensors (``None`` for inference-mode tensors, which keep no counter, and for edge
+        weights that require grad, which ``torch.autograd.gradcheck`` perturbs through
+        ``.data``, bypassing the counter: nothing is remembered for them)."""
         parts: list[Any] = []
         for t in (self.edge_index, self.batch, self.ptr, self.edge_weight):
             if t is None:
                 parts.append(None)
                 continue
-            if t.is_inference():
-                return None
+            if t.is_inference() or (t is self.edge_weight and t.requires_grad):
+                return None  # differentiable weights: gradcheck writes them through .data
             parts.append((t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride())))
         return tuple(parts)
 

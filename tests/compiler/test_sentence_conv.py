@@ -537,3 +537,32 @@ def test_layers_take_nonfinite_as_compile_does() -> None:
     torch.testing.assert_close(a, b, rtol=0, atol=0)
     with pytest.raises(MatlangError, match="nonfinite must be 'error' or 'keep', got 'ignore'"):
         SentenceConv(1, 1, ["A"], nonfinite="ignore")
+
+
+def test_differentiable_edge_weights_are_read_every_call_so_gradcheck_holds() -> None:
+    """Edge weights that require grad are never served from a memo: a write through ``.data``
+    (how ``torch.autograd.gradcheck`` perturbs its inputs, bypassing torch's version counter)
+    is seen — the layer gave the old values, and gradcheck a false 'Jacobian mismatch' —, an
+    asymmetric write is refused, and gradcheck passes on symmetric weights."""
+    from matlang.compiler.layers.readout import SentenceReadout
+    from torch.autograd import gradcheck
+
+    from matlang.errors import GraphError
+
+    ei = torch.tensor([[0, 1, 1, 2, 2, 3, 3, 0, 0, 2], [1, 0, 2, 1, 3, 2, 0, 3, 2, 0]])
+    u = torch.tensor([1.5, 0.7, 2.0, 1.1, 0.9], dtype=torch.float64, requires_grad=True)
+    x = torch.randn(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    conv = SentenceConv(2, 2, ["A", "A ⊙ A²", "input h; A h"]).double()
+    w = u.detach().repeat_interleave(2).requires_grad_(True)
+    before = conv(x, ei, edge_weight=w).detach()
+    w.data.mul_(2)
+    after = conv(x, ei, edge_weight=w).detach()
+    fresh = conv(x, ei, edge_weight=w.detach().clone()).detach()
+    torch.testing.assert_close(after, fresh, rtol=0, atol=0)
+    assert not torch.allclose(before, after)
+    w.data[0] = 5.0  # (0, 1) no longer equals (1, 0)
+    with pytest.raises(GraphError, match=r"edge \(0, 1\) has no reverse edge \(1, 0\) of the same"):
+        conv(x, ei, edge_weight=w)
+    assert gradcheck(lambda u: conv(x, ei, edge_weight=u.repeat_interleave(2)), (u,))
+    readout = SentenceReadout(["tr(A^3)", "input h; 𝟏ᵀ A h"], 2)
+    assert gradcheck(lambda u: readout(x, ei, edge_weight=u.repeat_interleave(2)), (u,))
