@@ -17,6 +17,7 @@ from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
+    compute_dtype,
     graph_values,
     make_batch,
     nonfinite_option,
@@ -497,10 +498,11 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         f = u = None
         if self.channel_weight is not None:
             cols = []
+            work = compute_dtype(x.dtype)
             for t in self.channel_sentences:
-                m = stage(self._channel_key).module(t, x.dtype)
-                cols.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(n, x.shape[1]))
-            f = torch.cat(cols, 1)
+                m = stage(self._channel_key).module(t, work)
+                cols.append(m(b, inputs={m.plan.inputs[0]: x.to(work)}).reshape(n, x.shape[1]))
+            f = torch.cat(cols, 1).to(x.dtype)
         if self.node_weight is not None:
             st = stage(self._node_key)
             u = torch.stack(

@@ -10,6 +10,7 @@ from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
+    compute_dtype,
     graph_values,
     make_batch,
     nonfinite_option,
@@ -161,10 +162,11 @@ class SentenceReadout(nn.Module):
                 )
             st = stage(self._channel_key)
             cols = []
+            work = compute_dtype(x.dtype)
             for t in self.channel_sentences:
-                m = st.module(t, x.dtype)
-                cols.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(g, x.shape[1]))
-            parts.append(torch.cat(cols, 1))
+                m = st.module(t, work)
+                cols.append(m(b, inputs={m.plan.inputs[0]: x.to(work)}).reshape(g, x.shape[1]))
+            parts.append(torch.cat(cols, 1).to(x.dtype))
         return parts
 
     @staticmethod

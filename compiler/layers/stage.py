@@ -48,6 +48,12 @@ def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
     return json.dumps({"kind": kind, "sentences": list(sentences), **options}, sort_keys=True)
 
 
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a sentence runs in for features of ``dtype``: float32 and float64 as they are,
+    half precision (float16, bfloat16) in float32, the result cast back by the caller."""
+    return dtype if dtype in (torch.float32, torch.float64) else torch.float32
+
+
 def nonfinite_option(nonfinite: str) -> dict[str, str]:
     """A layer's ``nonfinite`` as stage-key options: none for the default ``"error"`` (a key
     stays what it was), ``{"nonfinite": "keep"}`` to let inf/nan through as compile does."""
@@ -270,13 +276,15 @@ class Stage:
         )
         outs: list[Tensor] = []
         rows = n if self.spec["level"] == "node" else b.num_graphs
+        work = compute_dtype(x.dtype)
+        xin = x.to(work)
         for text in self.sentences:
-            m = self.module(text, x.dtype)
+            m = self.module(text, work)
             # every channel in one pass: the interpreter takes (N, d) signals
-            outs.append(m(b, inputs={m.plan.inputs[0]: x}).reshape(rows, x.shape[1]))
+            outs.append(m(b, inputs={m.plan.inputs[0]: xin}).reshape(rows, x.shape[1]))
         if not outs:
             return x.new_zeros(rows, 0)
-        return torch.cat(outs, 1)
+        return torch.cat(outs, 1).to(x.dtype)
 
 
 #: Stages by key: a pure function of the key (compiled sentences and their batch memos).

@@ -566,3 +566,27 @@ def test_differentiable_edge_weights_are_read_every_call_so_gradcheck_holds() ->
     assert gradcheck(lambda u: conv(x, ei, edge_weight=u.repeat_interleave(2)), (u,))
     readout = SentenceReadout(["tr(A^3)", "input h; 𝟏ᵀ A h"], 2)
     assert gradcheck(lambda u: readout(x, ei, edge_weight=u.repeat_interleave(2)), (u,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_features_run_in_float32_and_come_back_in_their_dtype(
+    dtype: torch.dtype,
+) -> None:
+    """Channel sentences on float16/bfloat16 features (SentenceReadout refused them: 'dtype
+    must be torch.float32 or torch.float64'): computed in float32, returned in the features'
+    dtype, equal to the float32 result rounded — plain and weighted calls alike."""
+    from matlang.compiler.layers.readout import SentenceReadout
+
+    ei = torch.tensor([[0, 1, 1, 2, 2, 0, 2, 3], [1, 0, 2, 1, 0, 2, 3, 2]])
+    x = torch.randn(4, 2, generator=torch.Generator().manual_seed(0)).to(dtype)
+    readout = SentenceReadout(["tr(A^3)", "input h; 𝟏ᵀ (A h)"], 2)
+    want = readout(x.float(), ei).to(dtype)
+    assert readout(x, ei).dtype == dtype
+    torch.testing.assert_close(readout(x, ei), want, rtol=0, atol=0)
+    weighted = readout(x, ei, edge_weight=torch.ones(8))
+    torch.testing.assert_close(weighted, want, rtol=0, atol=0)
+    conv = SentenceConv(2, 2, ["input h; relu(A h) ⊙ (A² h)"], init="identity", bias=False)
+    ref = conv(x.float(), ei).to(dtype)
+    half = conv.to(dtype)(x, ei)
+    assert half.dtype == dtype
+    torch.testing.assert_close(half, ref, rtol=1e-2, atol=1e-2)
