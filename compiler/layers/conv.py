@@ -13,7 +13,7 @@ from matlang.compiler.layers.explain import (
     nonlinear_reason,
     refuse_tracing,
 )
-from matlang.compiler.layers.inputs import unpack, without_weight
+from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
@@ -335,11 +335,14 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             if edge_weight is not None:
                 x = without_weight(x)
         dtype = self._param_dtype()
+        missing = no_x(x)
         x, edge_index, batch = unpack(x, edge_index, batch, dtype)
         if self.in_channels < 0:
             self._materialise(int(x.shape[1]), x)
         if x.shape[1] != self.in_channels:
-            raise MatlangError(f"x has {x.shape[1]} channels, the layer expects {self.in_channels}")
+            raise MatlangError(
+                f"x has {x.shape[1]} channels, the layer expects {self.in_channels}{missing}"
+            )
         if edge_weight is not None:
             edge_weight = torch.as_tensor(edge_weight, device=edge_index.device)
         mask = explain_weight(self, edge_index, int(x.shape[0]))

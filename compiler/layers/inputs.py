@@ -11,6 +11,14 @@ from torch import Tensor
 
 from matlang.errors import GraphError
 
+#: Said where a data object without ``x`` meets a layer that wants more than one channel.
+NO_X = " (the data object has no x: one constant feature per node stands in for it)"
+
+
+def no_x(obj: Any) -> str:
+    """:data:`NO_X` for a data object without node features, else nothing."""
+    return NO_X if not isinstance(obj, Tensor) and getattr(obj, "x", None) is None else ""
+
 
 def unpack(
     x: Any, edge_index: Tensor | None, batch: Tensor | None, dtype: torch.dtype

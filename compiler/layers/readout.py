@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from matlang.compiler.layers.inputs import unpack, without_weight
+from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
@@ -108,7 +108,12 @@ class SentenceReadout(nn.Module):
         if not isinstance(x, Tensor) and getattr(x, "edge_weight", None) is not None:
             edge_weight = x.edge_weight if edge_weight is None else edge_weight
             x = without_weight(x)
+        missing = no_x(x)
         x, edge_index, batch = unpack(x, edge_index, batch, torch.get_default_dtype())
+        if self.channel_sentences and x.shape[1] != self.in_channels:
+            raise MatlangError(
+                f"x has {x.shape[1]} channels, the readout expects {self.in_channels}{missing}"
+            )
         if batch is None and num_graphs is None:
             num_graphs = 1
         if num_graphs is not None:
@@ -130,10 +135,6 @@ class SentenceReadout(nn.Module):
                 graph_values(edge_index, batch, x.shape[0], self._constant_key, g).to(x.dtype)
             )
         if self.channel_sentences and edge_weight is None:
-            if x.shape[1] != self.in_channels:
-                raise MatlangError(
-                    f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
-                )
             parts.append(apply_channels(x, edge_index, batch, self._channel_key, seen))
         out = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
         if trailing:
@@ -156,10 +157,6 @@ class SentenceReadout(nn.Module):
             vals = [st.module(t, torch.float64)(b).reshape(g) for t in self.constant_sentences]
             parts.append(torch.stack(vals, 1).to(x.dtype))
         if self.channel_sentences:
-            if x.shape[1] != self.in_channels:
-                raise MatlangError(
-                    f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
-                )
             st = stage(self._channel_key)
             cols = []
             work = compute_dtype(x.dtype)

@@ -590,3 +590,21 @@ def test_half_precision_features_run_in_float32_and_come_back_in_their_dtype(
     half = conv.to(dtype)(x, ei)
     assert half.dtype == dtype
     torch.testing.assert_close(half, ref, rtol=1e-2, atol=1e-2)
+
+
+def test_a_data_object_without_x_is_named_when_the_width_does_not_fit() -> None:
+    """A data object without ``x`` gets one constant feature per node; a layer wanting more
+    channels says so, instead of only 'x has 1 channels'."""
+    from matlang.compiler.layers.readout import SentenceReadout
+    from torch_geometric.data import Data
+
+    from matlang.errors import MatlangError
+
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
+    with pytest.raises(MatlangError, match=r"expects 2 \(the data object has no x: one constant"):
+        SentenceConv(2, 2, ["A"])(data)
+    with pytest.raises(MatlangError, match=r"expects 3 \(the data object has no x"):
+        SentenceReadout(["input h; 𝟏ᵀ A h"], 3)(data)
+    assert SentenceConv(1, 1, ["A"], init="identity", bias=False)(data).tolist() == [[1.0], [1.0]]
+    with pytest.raises(MatlangError, match=r"x has 3 channels, the layer expects 2$"):
+        SentenceConv(2, 2, ["A"])(torch.ones(2, 3), data.edge_index)
