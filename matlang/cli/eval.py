@@ -134,7 +134,7 @@ def _print(
         print(json.dumps(out))
         return 0
     for i, (s, vals) in enumerate(results):
-        if len(results) > 1:
+        if len(results) > 1 or args.sentences:  # a file's sentences are named, even one left
             print(f"{s.name or '#' + str(i)}:")
         for label, v in zip(labels, vals):
             print(f"  {label}: {format_value(v)}")

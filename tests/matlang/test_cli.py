@@ -136,3 +136,15 @@ def test_errors_exit_1_with_the_message(
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys)
     assert code == 2 and "parse" in out and "eval" in out
+
+
+def test_a_sentence_file_names_its_sentences_even_when_one_is_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``eval --sentences FILE`` with a bad line: the others go on under their names (with one
+    left, its name was dropped: '  K4: 4' alone), and the exit code says a line was left out."""
+    f = tmp_path / "s.txt"
+    f.write_text("tri: tr(A^3)/6\nbad: tr(A^3\n")
+    code, out, err = run(capsys, "eval", "--sentences", str(f), "--graph", "K4")
+    assert code == 1 and out == "tri:\n  K4: 4\n"
+    assert f"{f}:2: line left out, going on" in err
