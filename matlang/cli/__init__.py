@@ -48,6 +48,16 @@ class Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
             if close:
                 message += f"; did you mean '{close[0]}'?"
+        m = re.match(r"unrecognized arguments: (.*)$", message)
+        sentence = next(
+            (a for a in (m.group(1).split(" ") if m else []) if re.match(r"-[^-\s]*[^\w-]", a)),
+            None,
+        )
+        if sentence is not None:  # '-A^2' read as an option: a sentence starting with '-'
+            message += (
+                f"; a sentence starting with '-' reads as an option: write it in brackets, "
+                f"'({sentence})', or last, after '--'"
+            )
         super().error(message)
 
 

@@ -128,3 +128,24 @@ def _values_by_name(printed: object) -> dict[str, object]:
     """eval --json of several sentences: their values on the one graph, by name."""
     rows = printed if isinstance(printed, list) else printed["sentences"]  # type: ignore[index]
     return {row["name"]: row["values"][0] for row in rows}
+
+
+def test_a_sentence_starting_with_a_minus_is_told_how_to_get_in(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``matlang eval "-tr(A)"``: argparse reads it as an option; the error says so and how to
+    write it (brackets, or last after '--'), both of which then work; a mistyped option gets
+    no such hint."""
+    with pytest.raises(SystemExit) as done:
+        main(["eval", "-tr(A^2)", "--graph", "K4"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "arguments: -tr(A^2); a sentence starting with '-' reads as an option" in err
+    assert "'(-tr(A^2))', or last, after '--'" in err
+    assert main(["eval", "(-tr(A^2))", "--graph", "K4"]) == 0
+    assert capsys.readouterr().out == "  K4: -12\n"
+    assert main(["eval", "--graph", "K4", "--", "-tr(A^2)"]) == 0
+    assert capsys.readouterr().out == "  K4: -12\n"
+    with pytest.raises(SystemExit):
+        main(["eval", "tr(A)", "--graph", "K4", "--bogus"])
+    assert "reads as an option" not in capsys.readouterr().err
