@@ -309,7 +309,7 @@ class ConstantStage:
             if self.nonfinite == "error" and bool(zero.any()):
                 g = int(np.nonzero(np.broadcast_to(zero, (gr.g,)))[0][0])
                 raise EvaluationError(
-                    f"division by zero on graph {gr.label(g)}: {st.attr('what')} is 0"
+                    f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
                 )
             return a[0]
         if op == "apply":

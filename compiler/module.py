@@ -771,9 +771,8 @@ class CompiledModule(nn.Module):
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if self.nonfinite == "error" and not bool(args[0].detach().all()):  # nan is non-zero
             g = int(torch.nonzero(args[0] == 0)[0, 0])
-            raise EvaluationError(
-                f"division by zero on graph {ctx.batch.graph_label(g)}: {step.attr('what')} is 0"
-            )
+            label, what = ctx.batch.graph_label(g), step.attr("what")
+            raise EvaluationError(f"division by zero on graph {label}: the divisor {what} is 0")
         return args[0]
 
     def _op_apply(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:

@@ -180,7 +180,7 @@ class TorchConstantStage(ConstantStage):
             if self.nonfinite == "error" and bool(zero.any()):
                 g = int(torch.nonzero(zero.expand(gr.g) if is_iso(a[0]) else zero)[0, 0])
                 raise EvaluationError(
-                    f"division by zero on graph {gr.label(g)}: {st.attr('what')} is 0"
+                    f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
                 )
             return a[0]
         if op == "apply":
