@@ -118,10 +118,14 @@ def run_compile(args: argparse.Namespace) -> int:
         "predicted_bytes": [c["predicted_bytes"] for c in costs],
         "predicted_flops": [c["predicted_flops"] for c in costs],
     }
+    names = [s.name or f"#{i}" for i, s in enumerate(program)]
     if args.json:
         report["graphs"] = [g.label() for g in graphs]
+        report["sentences"] = names
         print(json.dumps(report, ensure_ascii=False))
         return 0
+    if len(names) > 1:  # each graph's list of values, in this order
+        print(f"  sentences: {', '.join(names)}")
     for g, v, c in zip(graphs, values, costs):
         print(
             f"  {g.label()}: {json.dumps(v)}  (predicted {c['predicted_bytes']} bytes, "

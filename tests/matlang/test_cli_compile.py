@@ -104,3 +104,20 @@ def test_backend_choices_match_runtime() -> None:
     cli_compile.register(sub)
     action = next(a for a in sub.choices["compile"]._actions if a.dest == "backend")
     assert tuple(action.choices) == BACKENDS
+
+
+def test_several_sentences_are_named_above_their_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compile --sentences FILE``: each graph prints a list of values; the sentences' names
+    say what each entry is (they were not printed), in the text and in ``--json``."""
+    f = tmp_path / "s.txt"
+    f.write_text("tri: tr(A^3)/6\nedges: 𝟏ᵀ A 𝟏 / 2\n𝟏ᵀ A² 𝟏\n")
+    code, out, _ = run(capsys, "--sentences", str(f), "--graph", "K4", "--graph", "petersen")
+    assert code == 0
+    assert out.startswith("  sentences: tri, edges, #2\n  K4: [4, 6, 36]  (predicted ")
+    assert "\n  petersen: [0, 15, 90]  (predicted " in out
+    code, out, _ = run(capsys, "--sentences", str(f), "--graph", "K4", "--json")
+    assert json.loads(out)["sentences"] == ["tri", "edges", "#2"]
+    code, out, _ = run(capsys, "tr(A^3)/6", "--graph", "K4")  # one sentence: no line for it
+    assert out.startswith("  K4: 4  (predicted ")
