@@ -165,6 +165,19 @@ def _lx(e: ast.Expr) -> tuple[str, int]:
     raise TypeError(f"cannot print {type(e).__name__}")
 
 
-def to_latex(e: ast.Expr) -> str:
-    """LaTeX of ``e`` (without surrounding ``$``)."""
-    return _lx(e)[0]
+def to_latex(e: ast.Expr, *, definitions: bool = True) -> str:
+    r"""LaTeX of ``e`` (without surrounding ``$``); user functions it uses are defined first
+    (``\operatorname{f}(x) = x^{2},\quad …``, as :func:`to_text` writes ``let``) unless
+    ``definitions`` is false."""
+    body = _lx(e)[0]
+    used = user_functions(e) if definitions else []
+    if not used:
+        return body
+    import sympy as sp
+
+    head = [
+        rf"\operatorname{{{f.name}}}\left({', '.join(sp.latex(x) for x in f.symbols)}\right) = "
+        + sp.latex(f.formula)
+        for f in used
+    ]
+    return r",\quad ".join([*head, body])

@@ -67,3 +67,14 @@ def test_strategy_reaches_every_node_type() -> None:
     }  # fmt: skip
     assert {"f", "g", "binom"} <= funcs
     assert isinstance(USER_F, Function)
+
+
+def test_latex_defines_the_user_functions_it_uses_as_text_does() -> None:
+    """``to_latex`` of a sentence with a ``let`` function starts with its definition (the text
+    did, the LaTeX left it out); ``definitions=False`` gives the sentence alone."""
+    e = parse_program("let f(x) = x*x; 𝟏ᵀ f(A 𝟏)").sentences[0].expr
+    body = r"{\mathbf{1}}^{\top} \, \operatorname{f}\left(A \, \mathbf{1}\right)"
+    assert to_latex(e) == r"\operatorname{f}\left(x\right) = x^{2},\quad " + body
+    assert to_latex(e, definitions=False) == body
+    assert to_text(e).startswith("let f(x) = x*x;")
+    assert to_latex(parse("𝟏ᵀ relu(A 𝟏)")).startswith(r"{\mathbf{1}}^{\top}")  # a built-in
