@@ -365,15 +365,18 @@ class ConstantStage:
             return False
         if computable and all(np.asarray(x).dtype.kind in "iub" for x in args):
             return True
-        f = self.plan.functions[st.attr("fn")]
         at = next(int(np.argmax(x)) for x in sizes if float(x.max()) == top)
-        raise EvaluationError(
-            f"{f.name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph "
-            f"{gr.label(_graph_of(self.plan, regs, st, gr, at))}: its Mod would take a float "
-            "past 2^53, where float64 holds no exact remainder; evaluate the sentence exactly "
-            "(matlang.evaluate)"
-        )
+        raise self._mod_error(st, top, gr.label(_graph_of(self.plan, regs, st, gr, at)))
 
+    def _mod_error(self, st: Step, top: float, graph: str, way: str = "") -> EvaluationError:
+        """The refusal of a ``Mod`` whose float argument reaches ``top`` (past 2⁵³) on ``graph``;
+        ``way``: a way out besides the exact evaluator (both stages raise it)."""
+        name = self.plan.functions[st.attr("fn")].name
+        return EvaluationError(
+            f"{name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph {graph}: its "
+            f"Mod would take a float past 2^53, where float64 holds no exact remainder; {way}"
+            "evaluate the sentence exactly (matlang.evaluate)"
+        )
 
 def _triangle_readouts(
     plan: Plan, const: list[bool], exported: set[int]
@@ -452,10 +455,8 @@ def _number(value: Fraction, exact: bool, g: int) -> np.ndarray:
 def _shrink_exact(x: np.ndarray) -> np.ndarray:
     """Exact results as int64 where every entry is a whole number that fits, else objects."""
     flat = list(x.flat)
-    if all(
-        isinstance(v, (int, np.integer)) or (isinstance(v, Fraction) and v.denominator == 1)
-        for v in flat
-    ):
+    if all(isinstance(v, (int, np.integer)) or (isinstance(v, Fraction) and v.denominator == 1)
+           for v in flat):
         ints = [int(v) for v in flat]
         if not ints or max(abs(v) for v in ints) < 2**62:
             return np.array(ints, dtype=np.int64).reshape(x.shape)
@@ -664,11 +665,9 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
     """One value per graph."""
     ptr = graphs.ptr
     if level == "graph":
-        return (
-            [_python(v) for v in np.asarray(value).tolist()]
-            if value.dtype != object
-            else [_python(v) for v in value]
-        )
+        return [_python(v) for v in np.asarray(value).tolist()] if value.dtype != object else [
+            _python(v) for v in value
+        ]
     if level == "node":
         if value.dtype == object:
             value = _shrink_exact(value)
@@ -691,5 +690,7 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
             dense[rows[sel] - a, cols[sel] - a] = vals[sel]
             out.append(dense)
             continue
-        out.append(sps.csr_array((vals[sel], (rows[sel] - a, cols[sel] - a)), shape=(b - a, b - a)))
+        out.append(
+            sps.csr_array((vals[sel], (rows[sel] - a, cols[sel] - a)), shape=(b - a, b - a))
+        )
     return out

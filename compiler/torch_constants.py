@@ -13,7 +13,6 @@ GraphBLAS on the CPU).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from matlang.runtime.torch_kernels import (
 from torch import Tensor
 
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import FLOAT_EXACT, mod_argument_bound, numeric
+from matlang.functions import FLOAT_EXACT, numeric
 
 
 @dataclass
@@ -93,11 +92,7 @@ class TorchConstantStage(ConstantStage):
         self._torch_functions: dict[int, Callable[..., Any]] = {}
 
     def operator(  # type: ignore[override]
-        self,
-        graphs: TorchGraphs,
-        regs: Mapping[int, Any],
-        mask: int,
-        values: int,
+        self, graphs: TorchGraphs, regs: Mapping[int, Any], mask: int, values: int,
         transpose: bool,
     ) -> tuple[Tensor, Tensor, Tensor, bool]:
         """The CSR tensors of the matrix ``values`` on ``mask`` (transposed) and whether it is
@@ -218,8 +213,7 @@ class TorchConstantStage(ConstantStage):
         """A function with ``Mod`` is computed here on float64: refused where a remainder's
         argument may reach 2⁵³ (no exact remainder there; the GraphBLAS stage computes integer
         values exactly). One read of the largest input, only for such functions."""
-        f = self.plan.functions[st.attr("fn")]
-        bound = _mod_bound(f.formula, tuple(f.symbols))
+        bound = self._exactness(st.attr("fn"))[1]
         if bound is None or not args or args[0].numel() == 0:
             return
         tops = [x.abs().max() for x in args]
@@ -227,17 +221,10 @@ class TorchConstantStage(ConstantStage):
         if bound(top) < FLOAT_EXACT:
             return
         at = next(int(x.abs().argmax()) for x, t in zip(args, tops, strict=True) if float(t) == top)
-        raise EvaluationError(
-            f"{f.name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph "
-            f"{gr.label(_graph_of(regs, st, gr, at))}: its Mod would take a float past 2^53, "
-            "where float64 holds no exact remainder; compile with constants='graphblas' (exact "
-            "on integers) or evaluate the sentence exactly (matlang.evaluate)"
+        graph = gr.label(_graph_of(regs, st, gr, at))
+        raise self._mod_error(
+            st, top, graph, "compile with constants='graphblas' (exact on integers) or "
         )
-
-
-@functools.cache
-def _mod_bound(formula: Any, symbols: tuple[Any, ...]) -> Callable[[float], float] | None:
-    return mod_argument_bound(formula, symbols)
 
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:

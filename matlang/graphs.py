@@ -667,19 +667,19 @@ def as_graph(obj: Any, *, name: str | None = None, **options: Any) -> Graph:
         dtype = np.int64 if all(float(w).is_integer() for w in weights) else np.float64
         a = np.zeros((len(nodes), len(nodes)), dtype=dtype)
         multi = obj.is_multigraph()
+        count: Counter[tuple[int, int]] = Counter()  # a multigraph's edges, by pair
         for (u, v), w in zip(obj.edges(), weights):
             i, j = index[u], index[v]
-            # parallel edges of a multigraph add up, as networkx.to_numpy_array adds them
-            a[i, j] = a[i, j] + w if multi else w
+            if multi:  # parallel edges add up, as networkx.to_numpy_array adds them
+                count[(i, j) if obj.is_directed() else (min(i, j), max(i, j))] += 1
+                a[i, j] += w
+            else:
+                a[i, j] = w
             if not obj.is_directed() and i != j:
                 a[j, i] = a[i, j]
         label = name or (obj.name or None)
-        if multi and not options.get("allow_weights"):
-            count = Counter(
-                (index[u], index[v]) if obj.is_directed() else tuple(sorted((index[u], index[v])))
-                for u, v in obj.edges()
-            )
-            (i, j), k = count.most_common(1)[0] if count else ((0, 0), 1)
+        if count and not options.get("allow_weights"):
+            (i, j), k = count.most_common(1)[0]
             if k > 1:
                 raise GraphError(
                     f"networkx {type(obj).__name__}: edge ({nodes[i]!r}, {nodes[j]!r}) is stored "

@@ -316,10 +316,10 @@ def jobs(
 
     order = {b: i for i, b in enumerate(SEED_BENCHES)}
     records = [d for _, d in sorted(plan_files(folder), key=lambda f: order[str(f[1]["bench"])])]
-    siblings: dict[tuple[str, ...] | None, list[dict[str, Any]]] = {}
+    siblings: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for data in records:
-        siblings.setdefault(_taskless(data), []).append(data)
-    siblings.pop(None, None)
+        if (key := _taskless(data)) is not None:
+            siblings.setdefault(key, []).append(data)
     for data in [*records, *_wanted_records(folder, wanted)]:
         bench = str(data["bench"])
         if bench not in benches:
@@ -337,7 +337,9 @@ def jobs(
         else:
             seconds = estimate(data, device)
             if seconds is None:  # the same command on another task of the bench, if measured
-                known = [estimate(d, device) for d in siblings.get(_taskless(data), [])]
+                key = _taskless(data)
+                same = siblings.get(key, []) if key is not None else []
+                known = [estimate(d, device) for d in same]
                 seconds = max([k for k in known if k is not None], default=None)
             lines = [
                 with_estimate(seed_command(str(data["command"]), s, device), seconds) for s in seeds

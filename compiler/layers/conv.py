@@ -17,7 +17,6 @@ from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
-    compute_dtype,
     graph_values,
     make_batch,
     nonfinite_option,
@@ -335,13 +334,13 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             if edge_weight is not None:
                 x = without_weight(x)
         dtype = self._param_dtype()
-        missing = no_x(x)
+        given = x
         x, edge_index, batch = unpack(x, edge_index, batch, dtype)
         if self.in_channels < 0:
             self._materialise(int(x.shape[1]), x)
         if x.shape[1] != self.in_channels:
             raise MatlangError(
-                f"x has {x.shape[1]} channels, the layer expects {self.in_channels}{missing}"
+                f"x has {x.shape[1]} channels, the layer expects {self.in_channels}{no_x(given)}"
             )
         if edge_weight is not None:
             edge_weight = torch.as_tensor(edge_weight, device=edge_index.device)
@@ -500,12 +499,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 out = out + torch.sparse.mm(c, y[:, s])
         f = u = None
         if self.channel_weight is not None:
-            cols = []
-            work = compute_dtype(x.dtype)
-            for t in self.channel_sentences:
-                m = stage(self._channel_key).module(t, work)
-                cols.append(m(b, inputs={m.plan.inputs[0]: x.to(work)}).reshape(n, x.shape[1]))
-            f = torch.cat(cols, 1).to(x.dtype)
+            f = stage(self._channel_key).channels(b, x, n)
         if self.node_weight is not None:
             st = stage(self._node_key)
             u = torch.stack(

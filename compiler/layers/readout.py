@@ -10,7 +10,6 @@ from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
-    compute_dtype,
     graph_values,
     make_batch,
     nonfinite_option,
@@ -108,11 +107,12 @@ class SentenceReadout(nn.Module):
         if not isinstance(x, Tensor) and getattr(x, "edge_weight", None) is not None:
             edge_weight = x.edge_weight if edge_weight is None else edge_weight
             x = without_weight(x)
-        missing = no_x(x)
+        given = x
         x, edge_index, batch = unpack(x, edge_index, batch, torch.get_default_dtype())
         if self.channel_sentences and x.shape[1] != self.in_channels:
             raise MatlangError(
-                f"x has {x.shape[1]} channels, the readout expects {self.in_channels}{missing}"
+                f"x has {x.shape[1]} channels, the readout expects {self.in_channels}"
+                f"{no_x(given)}"
             )
         if batch is None and num_graphs is None:
             num_graphs = 1
@@ -157,13 +157,7 @@ class SentenceReadout(nn.Module):
             vals = [st.module(t, torch.float64)(b).reshape(g) for t in self.constant_sentences]
             parts.append(torch.stack(vals, 1).to(x.dtype))
         if self.channel_sentences:
-            st = stage(self._channel_key)
-            cols = []
-            work = compute_dtype(x.dtype)
-            for t in self.channel_sentences:
-                m = st.module(t, work)
-                cols.append(m(b, inputs={m.plan.inputs[0]: x.to(work)}).reshape(g, x.shape[1]))
-            parts.append(torch.cat(cols, 1).to(x.dtype))
+            parts.append(stage(self._channel_key).channels(b, x, g))
         return parts
 
     @staticmethod

@@ -274,10 +274,15 @@ class Stage:
             SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
             validate=False,
         )
-        outs: list[Tensor] = []
-        rows = n if self.spec["level"] == "node" else b.num_graphs
+        return self.channels(b, x, n if self.spec["level"] == "node" else b.num_graphs)
+
+    def channels(self, b: Batch, x: Tensor, rows: int) -> Tensor:
+        """Every sentence of this stage on ``x`` ``(N, d)`` over the batch ``b`` (weighted or
+        not): ``(rows, K·d)``, each sentence's ``d`` channels in one pass; half precision runs
+        in float32 (:func:`compute_dtype`) and comes back in ``x``'s dtype."""
         work = compute_dtype(x.dtype)
         xin = x.to(work)
+        outs: list[Tensor] = []
         for text in self.sentences:
             m = self.module(text, work)
             # every channel in one pass: the interpreter takes (N, d) signals

@@ -81,11 +81,7 @@ def read_sentences(args: argparse.Namespace) -> Any:
     else:
         raise MatlangError("give a sentence or --sentences FILE")
     if not program.sentences:
-        given = (
-            "only definitions were given"
-            if program.functions or _has_text(program)
-            else ("the text is empty")
-        )
+        given = "only definitions were given" if _has_text(program) else "the text is empty"
         raise MatlangError(f"no sentence to work on ({given})")
     return program
 
