@@ -307,3 +307,21 @@ def test_positions_ab_times_both_paths_after_checking_them_equal() -> None:
         assert set(t) == {"new", "old", "gb"} and all(v > 0 for v in t.values())
         assert r["new_over_old"] == pytest.approx(t["new"] / t["old"])
         assert r["new_gb"] == pytest.approx(t["new"] / t["gb"])
+
+
+def test_cold_constants_checks_both_settings_and_reports_their_ratios() -> None:
+    """``benchmarks.perf.cold_constants`` at n = 300: matlang with and without validation
+    agree with hand-written GraphBLAS (checked inside, or it raises), every contestant is
+    timed, and each ratio is the quotient of the times it reports."""
+    from benchmarks.perf import cold_constants
+
+    rows = cold_constants.run(300, 2, list(cold_constants.SENTENCES))
+    assert [r["sentence"] for r in rows] == list(cold_constants.SENTENCES)
+    for r in rows:
+        t = r["min_s"]
+        assert {"matlang", "matlang.unvalidated", "gb"} <= set(t)
+        assert all(v > 0 for v in t.values())
+        assert r["ratio_gb"] == pytest.approx(t["matlang"] / t["gb"])
+        assert r["ratio_unvalidated_gb"] == pytest.approx(t["matlang.unvalidated"] / t["gb"])
+    tri = rows[0]
+    assert tri["ratio_lagraph"] == pytest.approx(tri["min_s"]["matlang"] / tri["min_s"]["lagraph"])
