@@ -492,7 +492,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             if self.normalize is not None:
                 rows = torch.cat([i[0] for i, _ in parts])
                 which = torch.cat([torch.full_like(i[0], s) for s, (i, _) in enumerate(parts)])
-                vals = torch.cat([v for _, v in parts]).detach()
+                vals = torch.cat([v for _, v in parts])  # the scale depends on the weights too
                 y = y * _scale(rows, which, vals, n, len(parts), batch).to(y.dtype).unsqueeze(-1)
             for s, (index, values) in enumerate(parts):
                 c = torch.sparse_coo_tensor(index, values.to(x.dtype), (n, n))
