@@ -8,7 +8,8 @@
 Every graph becomes a ``Data`` with ``edge_index`` (both directions, row-major, as
 :attr:`~matlang.graphs.Graph.edge_index`), ``num_nodes``, ``x`` (float32, or one constant
 feature when the graph has none) and ``y`` when labels are known: one class or value per graph
-(TU, EXP), or one row of the named targets (counting data: ``y`` is ``(1, T)``).
+(TU, EXP), or one row of the named targets (counting data: ``y`` is ``(1, T)`` float32, one target
+too, so a batch's ``y`` is ``(G, T)`` like a model's output).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def _labels(obj: Any, targets: Sequence[str] | None) -> np.ndarray | None:
         missing = [t for t in names if t not in labels]
         if missing:
             raise DataError(f"no target(s) {', '.join(missing)}; known: {', '.join(labels)}")
-        return np.stack([np.asarray(labels[t], dtype=np.float64).reshape(-1) for t in names], 1)
+        # float32 as x (and PyG's own regression targets): a float32 model's loss takes it
+        return np.stack([np.asarray(labels[t], dtype=np.float32).reshape(-1) for t in names], 1)
     y = getattr(obj, "y", None)
     return None if y is None else np.asarray(y)
 
@@ -56,7 +58,9 @@ def graph_to_data(graph: Graph, y: Any = None) -> Any:
         kwargs["edge_weight"] = torch.as_tensor(graph.edge_weight, dtype=torch.float32)
     if y is not None:
         t = torch.as_tensor(np.asarray(y))
-        kwargs["y"] = t.reshape(1, -1) if t.dim() >= 1 and t.numel() > 1 else t.reshape(1)
+        # a row of targets stays a row, one target too: (1, T) batches to (G, T); a class (0-d)
+        # is (1,) and batches to (G,)
+        kwargs["y"] = t.reshape(1, -1) if t.dim() >= 1 else t.reshape(1)
     return pyg.Data(x=x, edge_index=torch.as_tensor(graph.edge_index), num_nodes=n, **kwargs)
 
 

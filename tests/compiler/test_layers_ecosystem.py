@@ -100,6 +100,11 @@ def test_to_pyg_counting_targets_and_errors() -> None:
     data = CountingData(graphs, [0], [1], [], {"count_triangle": [4, 1], "count_star": [4, 0]})
     out = to_pyg(data, targets=["count_triangle", "count_star"])
     assert out[0].y.tolist() == [[4.0, 4.0]] and out[1].y.tolist() == [[1.0, 0.0]]
+    one = to_pyg(data, targets=["count_triangle"])  # one target: still a row, (1, 1)
+    assert one[0].y.shape == (1, 1) and one[0].y.dtype == torch.float32
+    from torch_geometric.data import Batch
+
+    assert Batch.from_data_list(one).y.tolist() == [[4.0], [1.0]]
     with pytest.raises(DataError, match="no target"):
         to_pyg(data, targets=["count_cycle"])
     with pytest.raises(DataError, match="list of Graphs"):
