@@ -116,6 +116,12 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         # pairs[:-1] would silently drop the last pair instead of keeping the first N
         raise MatlangError(f"--limit must be at least 0, got {args.limit}")
+    if args.limit is not None and args.pairs in GRAPH_SETS:
+        # all pairs of the set are compared: a first-N cut of pairs has no meaning there
+        raise MatlangError(
+            f"--limit takes the first N pairs of a pair set; {args.pairs} is compared all "
+            "pairs against all (drop --limit, or take a pair set such as brec or exp)"
+        )
     start = time.perf_counter()
     if args.rounds is not None:
         out = _refinement(args)

@@ -62,6 +62,18 @@ def test_bank_limit_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 1 and "--limit must be at least 0, got -1" in err
 
 
+@pytest.mark.parametrize("graph_set", ["sr25", "graph8c"])
+def test_bank_limit_on_an_all_pairs_set_is_refused_not_ignored(
+    graph_set: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--limit`` cuts a pair set; on sr25 / graph8c (all pairs) it was silently ignored."""
+    code, out, err = run(
+        capsys, "bank", "--fragment", "L1", "--max-size", "3", "--pairs", graph_set, "--limit", "3"
+    )
+    assert code == 1 and out == ""
+    assert f"--limit takes the first N pairs of a pair set; {graph_set} is compared all" in err
+
+
 def test_eval_sparse_on_a_full_matrix_points_at_it_and_names_eval_s_own_way_out(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
