@@ -13,7 +13,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from matlang.cli import (
     bank,
@@ -77,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the (sub)command that was given them, with its usage, not the top's
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -92,6 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # ``--sentences FILE`` goes on past a bad line (reported on stderr), but the run failed
     return 1 if code == 0 and vars(args).get("bad_sentences", 0) else code
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The parser of the deepest subcommand ``args`` went through (``matlang bench tu``)."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = None if sub is None else getattr(args, sub.dest or "", None)
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
 
 
 def error_json(e: MatlangError) -> dict[str, object]:

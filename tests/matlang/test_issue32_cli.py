@@ -88,3 +88,23 @@ def test_eval_sparse_on_a_full_matrix_points_at_it_and_names_eval_s_own_way_out(
     code, out, err = run(capsys, "eval", "--float", "𝟏ᵀ exp(A) 𝟏", "--graph", "K4")
     # exp entrywise on K4: e on the 12 edges, exp(0) = 1 on the 4 diagonal entries
     assert code == 0 and abs(float(out.split(":")[-1]) - (12 * math.e + 4)) < 1e-9
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog"),
+    [
+        (("eval", "tr(A)", "--graph", "K4", "--bogus"), "matlang eval"),
+        (("bench", "merge", "a.json", "b.json", "--bogus"), "matlang bench merge"),
+        (("--bogus",), "matlang"),
+    ],
+)
+def test_an_unknown_option_is_named_by_the_command_it_was_given_to(
+    argv: tuple[str, ...], prog: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``matlang eval … --bogus`` printed the top-level usage ('matlang [-h] [--version]
+    COMMAND ...'): the subcommand's own usage and name now come with the error."""
+    with pytest.raises(SystemExit) as e:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(f"usage: {prog} [")
+    assert f"\n{prog}: error: unrecognized arguments: --bogus" in err
