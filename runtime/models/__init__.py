@@ -244,7 +244,11 @@ def build_model(
     backend: str | None = None,
     cache: PreprocessCache | None = None,
 ) -> GraphModel:
-    """A reference model by name (see :data:`MODELS`) with a resolved configuration."""
+    """A reference model by name (see :data:`MODELS`) with a resolved configuration.
+
+    A batch's ``edge_weight`` is read by GCN, GIN, ChebNet, GNNML1, GNNML3 and PPGN (``A``
+    holds the weights); GAT (attention over the neighbours, as PyG's ``GATConv``) and MLP (no
+    edges) do not read it."""
     spec = get_spec(name)
     cfg = resolve_config(name, config)
     return spec.model(in_dim, out_dim, cfg, task=task, backend=backend, cache=cache)

@@ -233,7 +233,7 @@ def test_twodgrid30_counts() -> None:
 # (name, graphs, mean nodes, mean edges, label counts, test-fold size, never tested)
 TU_TABLE = [
     ("mutag", 188, 17.931, 19.793, [63, 125], 18, {0, 13, 37, 114, 161, 163, 169, 187}),
-    ("proteins", 1113, 39.057, 72.816, [663, 450], 111, {25, 314, 454}),
+    ("proteins", 1113, 39.058, 72.816, [663, 450], 111, {25, 314, 454}),
     ("enzymes", 600, 32.633, 62.137, [100] * 6, 60, set()),
     ("ptc", 344, 25.558, 25.962, [192, 152], 34, {14, 171, 235, 267}),
 ]
@@ -252,8 +252,8 @@ def test_tu_counts(
 ) -> None:
     data = datasets.load_tu(name)
     assert len(data.graphs) == count
-    assert np.mean([g.num_nodes for g in data.graphs]) == pytest.approx(nodes, abs=2e-3)
-    assert np.mean([g.num_edges for g in data.graphs]) == pytest.approx(edges, abs=2e-3)
+    assert np.mean([g.num_nodes for g in data.graphs]) == pytest.approx(nodes, abs=6e-4)
+    assert np.mean([g.num_edges for g in data.graphs]) == pytest.approx(edges, abs=6e-4)
     assert np.bincount(data.y).tolist() == labels
     assert len(data.folds) == 10
     tested = np.concatenate([test for _, test in data.folds])
