@@ -320,7 +320,8 @@ class ConstantStage:
         size = _size(self.plan, regs, st, gr)
         args = [np.broadcast_to(x, (size,)) for x in a]
         computable, mod_bound = self._exactness(st.attr("fn"))
-        exact = computable and self.exact
+        # exact on integers and Fractions only: a float (a weight) read exactly is still a float
+        exact = computable and self.exact and all(np.asarray(x).dtype.kind != "f" for x in a)
         if mod_bound is not None and not exact:
             # a remainder of a float past 2⁵³ is noise, not a rounding: integers go exact
             exact = self._mod_exactly(gr, regs, st, args, computable, mod_bound)

@@ -103,11 +103,14 @@ def _integral(x: np.ndarray) -> bool:
 
 def _common_denominator(x: np.ndarray) -> tuple[np.ndarray, int]:
     """An object array of Fractions as ``(int64 numerators, denominator)``: ``x = num / den``,
-    so integer kernels can run on rational values exactly."""
+    so integer kernels can run on rational values exactly. An array holding a float is not
+    rational: it comes back as float64 with denominator 1 (never a numerator truncated)."""
     den = 1
     for v in x.flat:
         if isinstance(v, Fraction):
             den = lcm(den, v.denominator)
+        elif isinstance(v, (float, np.floating)):
+            return x.astype(np.float64), 1
     num = np.empty(x.shape, dtype=object)
     num.flat[:] = [int(v * den) for v in x.flat]
     if maxabs(num) >= SAFE:
