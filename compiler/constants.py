@@ -369,14 +369,18 @@ class ConstantStage:
         at = next(int(np.argmax(x)) for x in sizes if float(x.max()) == top)
         raise self._mod_error(st, top, gr.label(_graph_of(self.plan, regs, st, gr, at)))
 
-    def _mod_error(self, st: Step, top: float, graph: str, way: str = "") -> EvaluationError:
-        """The refusal of a ``Mod`` whose float argument reaches ``top`` (past 2⁵³) on ``graph``;
-        ``way``: a way out besides the exact evaluator (both stages raise it)."""
+    def _mod_error(
+        self, st: Step, top: float, graph: str, way: str = "", dtype: str = "float64"
+    ) -> EvaluationError:
+        """The refusal of a ``Mod`` whose float argument reaches ``top`` (past the integers
+        ``dtype`` holds exactly: 2⁵³ for float64) on ``graph``; ``way``: a way out besides the
+        exact evaluator (both stages and the compiled module's interpreter raise it)."""
         name = self.plan.functions[st.attr("fn")].name
+        bits = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}.get(dtype, 53)
         return EvaluationError(
             f"{name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph {graph}: its "
-            f"Mod would take a float past 2^53, where float64 holds no exact remainder; {way}"
-            "evaluate the sentence exactly (matlang.evaluate)"
+            f"Mod would take a float past 2^{bits}, where {dtype} holds no exact remainder; "
+            f"{way}evaluate the sentence exactly (matlang.evaluate)"
         )
 
 def _triangle_readouts(

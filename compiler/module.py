@@ -781,7 +781,8 @@ class CompiledModule(nn.Module):
             args = list(torch.broadcast_tensors(*[_channel(a) for a in args]))
         if self.trainable_functions:
             out = self.mlps[fn](*args)
-        else:
+        else:  # a Mod past the integers the dtype holds is noise: refused (float32: 2²⁴)
+            self._torch_stage.check_mod(step, args, lambda i: self._graph_of(ctx, step, i))
             out = self._functions[fn](*args)
             if not isinstance(out, Tensor):
                 out = torch.full((ctx.g,), float(out), dtype=ctx.dtype, device=ctx.device)

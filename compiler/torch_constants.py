@@ -33,7 +33,7 @@ from matlang.runtime.torch_kernels import (
 from torch import Tensor
 
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import FLOAT_EXACT, numeric
+from matlang.functions import numeric
 
 
 @dataclass
@@ -212,20 +212,31 @@ class TorchConstantStage(ConstantStage):
     ) -> None:
         """A function with ``Mod`` is computed here on float64: refused where a remainder's
         argument may reach 2⁵³ (no exact remainder there; the GraphBLAS stage computes integer
-        values exactly). One read of the largest input, only for such functions."""
+        values exactly)."""
+        way = "compile with constants='graphblas' (exact on integers) or "
+        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)), way)
+
+    def check_mod(
+        self, st: Step, args: list[Tensor], graph: Any, way: str = "", dtype: Any = None
+    ) -> None:
+        """Raise where the function of ``st`` has a ``Mod`` whose argument may pass the
+        integers ``dtype`` (default: the arguments' own) holds exactly (2⁵³ in float64, 2²⁴ in
+        float32), computed on ``args`` (``(n,)`` or ``(n, d)``): a remainder there is noise.
+        ``graph(row)``: the label of the graph of an argument's row. One read of the largest
+        argument, only for functions with ``Mod``."""
         bound = self._exactness(st.attr("fn"))[1]
         if bound is None or not args or args[0].numel() == 0:
             return
-        tops = [x.abs().max() for x in args]
-        top = float(torch.stack(tops).max())
-        if bound(top) < FLOAT_EXACT:
+        dtype = args[0].dtype if dtype is None else dtype
+        if not dtype.is_floating_point:
             return
-        at = next(int(x.abs().argmax()) for x, t in zip(args, tops, strict=True) if float(t) == top)
-        graph = gr.label(_graph_of(regs, st, gr, at))
-        raise self._mod_error(
-            st, top, graph, "compile with constants='graphblas' (exact on integers) or "
-        )
-
+        tops = [x.detach().abs().max() for x in args]
+        top = float(torch.stack(tops).max())
+        if bound(top) < 2.0 / torch.finfo(dtype).eps:  # 2⁵³ for float64, 2²⁴ for float32
+            return
+        x = next(x for x, t in zip(args, tops, strict=True) if float(t) == top)
+        at = int(x.detach().abs().argmax()) // (x.shape[1] if x.dim() == 2 else 1)
+        raise self._mod_error(st, top, graph(at), way, str(dtype).removeprefix("torch."))
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:
     if st.kind == GRAPH:

@@ -22,7 +22,7 @@ import numpy as np
 
 from matlang import ast, limits
 from matlang.errors import EvaluationError, GraphError
-from matlang.functions import exact_degree, numeric
+from matlang.functions import FLOAT_EXACT, exact_degree, mod_argument_bound, numeric
 from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
@@ -39,6 +39,12 @@ def _lowered(formula: Any, symbols: tuple[Any, ...], exact: bool) -> tuple[Any, 
     degree = exact_degree(formula, symbols)
     backend = "exact" if exact and degree is not None else "numpy"
     return numeric(formula, symbols, backend), degree
+
+
+@lru_cache(maxsize=512)
+def _mod_bound(formula: Any, symbols: tuple[Any, ...]) -> Any:
+    """:func:`~matlang.functions.mod_argument_bound`, memoised as :func:`_lowered`."""
+    return mod_argument_bound(formula, symbols)
 
 
 def _maxabs(x: np.ndarray) -> int | float:
@@ -313,6 +319,7 @@ class DenseEvaluator:
             return _shrink(np.asarray(out, dtype=object).reshape(shape))
         with np.errstate(all="ignore"):
             fl = [_float(a) for a in args]
+            self._check_mod(fn.name, _mod_bound(formula, syms), fl)
             out = np.asarray(f(*fl) if fl else f(), dtype=np.float64)
             out = np.broadcast_to(out, shape).copy()
         if self.nonfinite == "error" and not np.isfinite(out).all():
@@ -327,6 +334,18 @@ class DenseEvaluator:
                 "(pass nonfinite='keep' to keep inf/nan)"
             )
         return out
+
+
+    def _check_mod(self, name: str, bound: Any, args: list[np.ndarray]) -> None:
+        """A ``Mod`` of a float past 2⁵³ is noise, not a rounding: refused (float inputs, or
+        ``exact=False``), as the compiled stages refuse it."""
+        top = max((float(np.abs(a).max()) for a in args if a.size), default=0.0)
+        if bound is not None and bound(top) >= FLOAT_EXACT:
+            raise EvaluationError(
+                f"{name}(...) reads {top:.4g} on graph {self.graph.label()}: its Mod would take "
+                "a float past 2^53, where float64 holds no exact remainder; evaluate with "
+                "integer inputs and exact=True (the default) for the exact remainder"
+            )
 
 
 def _export(x: np.ndarray, shape: ast.Shape) -> Any:

@@ -344,3 +344,40 @@ def test_mod_of_counts_past_2_53_is_exact_or_refused_never_noise() -> None:
     past = compile("let f(x) = Mod(x, 2); 𝟏ᵀ f(A^34 𝟏)", dtype=torch.float64)
     with pytest.raises(EvaluationError, match="on graph complete10: its Mod would take a float"):
         past(graphs)
+
+
+def test_mod_past_the_dtypes_exact_integers_is_refused_by_every_path() -> None:
+    """The interpreter (``constants="none"``, and the non-constant part of a sentence with an
+    input) took ``Mod`` of floats past the integers the module's dtype holds: 36 for 24 on K12
+    (float64, ``A^20 𝟏``), 72 for 24 in float32 (11⁸ > 2²⁴); the dense evaluator gave 0.0 for
+    24 on float inputs. Each now refuses, naming the function, the value and the graph; below
+    the limit every path gives the exact remainder (``11³ mod 7 = 1`` per node of K12)."""
+    k12 = complete(12)
+    x = torch.ones(12, 1)
+    for text, dtype in [
+        ("let f(x) = Mod(x, 7); 𝟏ᵀ f(A^20 𝟏)", torch.float64),
+        ("let f(x) = Mod(x, 7); 𝟏ᵀ f(A^8 𝟏)", torch.float32),
+        ("input h; let f(x) = Mod(x, 7); 𝟏ᵀ f(A^20 h)", torch.float64),
+    ]:
+        module = compile(text, dtype=dtype, constants="none")
+        bits = 53 if dtype == torch.float64 else 24
+        with pytest.raises(
+            EvaluationError,
+            match=rf"on graph complete12: its Mod would take a float past 2\^{bits}",
+        ):
+            module(k12, inputs={"h": x.to(dtype)} if "input" in text else None)
+    # float32 constants computed exactly by the stage: the remainder is exact, not refused
+    assert compile("let f(x) = Mod(x, 7); 𝟏ᵀ f(A^8 𝟏)")(k12).item() == 12 * pow(11, 8, 7)
+    for constants in ("none", "auto"):
+        small = compile("input h; let f(x) = Mod(x, 7); 𝟏ᵀ f(A^3 h)", constants=constants)
+        assert small(k12, inputs={"h": x}).item() == 12.0
+    text = "input h; let f(x) = Mod(x, 7); 𝟏ᵀ f(A^20 h)"
+    assert matlang.evaluate(text, "K12", inputs={"h": np.ones(12, dtype=int)}) == 24
+    for kwargs in (
+        {"inputs": {"h": np.ones(12)}},
+        {"inputs": {"h": np.ones(12, dtype=int)}, "exact": False},
+    ):
+        with pytest.raises(
+            EvaluationError, match="on graph K12: its Mod would take a float past 2"
+        ):
+            matlang.evaluate(text, "K12", **kwargs)
