@@ -83,7 +83,8 @@ def _from_family(name: str) -> SmallGraph | None:
 
 
 def _edge_list(text: str) -> SmallGraph | None:
-    """``"0-1 1-2 2-0"``, ``"0-1,1-2"`` or ``"(0,1),(1,2)"``: nodes are 0..max."""
+    """``"0-1 1-2 2-0"``, ``"0-1,1-2"`` or ``"(0,1),(1,2)"``: the nodes are those the edges
+    name (:func:`_from_pairs`)."""
     body = text.replace("(", " ").replace(")", " ").replace("[", " ").replace("]", " ")
     if not re.fullmatch(r"[\d\s,;:-]+", body) or not re.search(r"\d\s*[-:]\s*\d|\d\s*,\s*\d", body):
         return None
@@ -101,12 +102,20 @@ def _edge_list(text: str) -> SmallGraph | None:
         if len(nums) % 2:
             raise PatternError(f"edge list {text!r}: an odd number of node ids")
         pairs = list(zip(nums[::2], nums[1::2]))
+    return _from_pairs(pairs, f"edge list {text!r}")
+
+
+def _from_pairs(pairs: list[tuple[int, int]], what: str) -> SmallGraph:
+    """The pattern of the edges ``pairs``, its nodes those they name, numbered in increasing
+    order, as networkx reads an edge list: ``1-2 2-3`` is the path on three nodes, not a path
+    beside an isolated node 0 (a graph with isolated nodes: graph6, an adjacency or networkx)."""
     if not pairs:
-        raise PatternError(f"edge list {text!r} has no edges")
-    n = max(max(p) for p in pairs) + 1
-    if n > 10:
-        raise PatternError(f"edge list {text!r}: patterns have at most 10 nodes, got {n}")
-    return SmallGraph.of(n, pairs)
+        raise PatternError(f"{what} has no edges")
+    names = sorted({v for p in pairs for v in p})
+    if len(names) > 10:
+        raise PatternError(f"{what}: patterns have at most 10 nodes, got {len(names)}")
+    index = {v: i for i, v in enumerate(names)}
+    return SmallGraph.of(len(names), [(index[u], index[v]) for u, v in pairs])
 
 
 def read_pattern(pattern: Any) -> tuple[SmallGraph, str]:
@@ -138,10 +147,9 @@ def read_pattern(pattern: Any) -> tuple[SmallGraph, str]:
     if isinstance(pattern, (list, tuple)) and all(
         isinstance(p, (list, tuple)) and len(p) == 2 for p in pattern
     ):
-        pairs = [(int(u), int(v)) for u, v in pattern]
-        if not pairs:
+        if not pattern:
             raise PatternError("the edge list is empty")
-        return SmallGraph.of(max(max(p) for p in pairs) + 1, pairs), "pattern"
+        return _from_pairs([(int(u), int(v)) for u, v in pattern], "the edge list"), "pattern"
     from matlang.graphs import as_graph
 
     g = as_graph(pattern)

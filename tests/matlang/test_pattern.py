@@ -92,12 +92,25 @@ def test_builtin_names_read_as_the_expected_graphs() -> None:
         ("0-1 1-x", "cannot read"),
         ("C2", "out of range"),
         ("K11", "out of range"),
-        ("0-11", "at most 10 nodes"),
+        (" ".join(f"{k}-{k + 1}" for k in range(10)), "at most 10 nodes, got 11"),
     ],
 )
 def test_bad_patterns_are_project_errors(bad: str, words: str) -> None:
     with pytest.raises(MatlangError, match=words):
         matlang.pattern(bad)
+
+
+def test_an_edge_list_has_the_nodes_it_names_as_networkx_reads_it() -> None:
+    """``1-2 2-3`` (a 1-based habit) was the path beside an isolated node 0: 4 nodes, 128
+    copies on a graph with 32 paths. The nodes are those the edges name, in increasing order:
+    the same pattern as ``0-1 1-2``, text or pairs, counting what networkx counts."""
+    p3 = read_pattern("0-1 1-2")[0]
+    gs = graphs(3, 5)
+    for form in ("1-2 2-3", "0-1 1-5", [(1, 2), (2, 3)], "(7,3),(3,9)"):
+        r = matlang.pattern(form, witness=False)
+        assert r.graph.n == 3 and len(r.graph.edges) == 2, form
+        got = [matlang.evaluate(r.expr, from_adjacency(a)) for a in gs]
+        assert got == [brute_sub(p3, a) for a in gs], form
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
