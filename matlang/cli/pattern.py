@@ -41,7 +41,10 @@ def register(sub: Any) -> None:
         epilog=JSON_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("pattern", help="a built-in name, an edge list ('1-2 2-3': the nodes it names) or a graph6 string")
+    p.add_argument(
+        "pattern",
+        help="a built-in name, an edge list ('1-2 2-3': the nodes it names) or a graph6 string",
+    )
     p.add_argument("--json", action="store_true", help="print JSON (keys below)")
     p.add_argument(
         "--rooted", action="store_true", help="the per-node count (copies through each node)"
