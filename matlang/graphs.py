@@ -109,7 +109,13 @@ def _check(
     allow_directed: bool,
 ) -> np.ndarray:
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise GraphError(f"adjacency must be a square matrix, got shape {a.shape}", name)
+        hint = (
+            "; a (2, E) array reads as an adjacency, not an edge_index: give "
+            "matlang.graphs.from_edge_index(edge_index, num_nodes) or a PyG Data"
+            if a.ndim == 2 and a.shape[0] == 2
+            else ""
+        )
+        raise GraphError(f"adjacency must be a square matrix, got shape {a.shape}{hint}", name)
     if a.dtype == bool:
         a = a.astype(np.int64)
     if not np.issubdtype(a.dtype, np.number):

@@ -309,7 +309,10 @@ BAD = [
      "(a directed graph: matlang.graphs.as_graph(g, allow_directed=True))"),
     (np.array([[1, 1], [1, 0]]), "self-loop at node 0 (to keep self-loops: "
      "matlang.graphs.as_graph(g, allow_self_loops=True))"),
-    (np.zeros((2, 3)), "adjacency must be a square matrix, got shape (2, 3)"),
+    (np.zeros((3, 2)), "adjacency must be a square matrix, got shape (3, 2)"),
+    (np.array([[0, 1, 1, 2], [1, 0, 2, 1]]), "adjacency must be a square matrix, got shape "
+     "(2, 4); a (2, E) array reads as an adjacency, not an edge_index: give "
+     "matlang.graphs.from_edge_index(edge_index, num_nodes) or a PyG Data"),
     (np.array([[0, 2], [2, 0]]), "adjacency must be 0/1, entry (0, 1) is 2 (a weighted graph: "
      "matlang.graphs.as_graph(g, allow_weights=True), or a PyG edge_weight)"),
     (np.array([[0, 0.5], [0.5, 0]]), "adjacency must be 0/1, entry (0, 1) is 0.5 (a weighted "
