@@ -82,6 +82,8 @@ def read_sentences(args: argparse.Namespace) -> Any:
         raise MatlangError("give a sentence or --sentences FILE")
     if not program.sentences:
         given = "only definitions were given" if _has_text(program) else "the text is empty"
+        if vars(args).get("bad_sentences"):
+            given = f"every sentence of {args.sentences} was left out, above"
         raise MatlangError(f"no sentence to work on ({given})")
     return program
 

@@ -50,7 +50,8 @@ class _EdgeList:
         try:
             raw = np.load(path) if path.endswith(".npy") else np.loadtxt(path, dtype=np.int64)
         except (OSError, ValueError) as err:
-            raise GraphError(f"cannot read the edge list {path}: {err}", path) from None
+            where = _first_bad_line(path) if isinstance(err, ValueError) else None
+            raise GraphError(f"cannot read the edge list {path}: {where or err}", path) from None
         ei = np.asarray(raw, dtype=np.int64)
         if ei.ndim == 2 and ei.shape[1] == 2 and ei.shape[0] != 2:
             ei = ei.T
@@ -66,6 +67,26 @@ class _EdgeList:
         self.edge_index = torch.from_numpy(np.ascontiguousarray(ei[:, order]))
         self.num_nodes = num_nodes
         self.name = path
+
+
+def _first_bad_line(path: str) -> str | None:
+    """Where a text edge list is not two whole numbers a line (numpy's own message counts
+    rows from 0 and columns from 1): ``line 2: 'x' is not a node id``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for k, line in enumerate(lines, 1):
+        fields = line.split("#")[0].split()
+        if not fields:
+            continue
+        bad = next((f for f in fields if not f.lstrip("-").isdigit()), None)
+        if bad is not None:
+            return f"line {k}: {bad!r} is not a node id (a line holds two whole numbers, u v)"
+        if len(fields) != 2:
+            return f"line {k} holds {len(fields)} numbers, not an edge u v"
+    return None
 
 
 def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:

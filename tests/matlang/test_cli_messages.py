@@ -149,3 +149,27 @@ def test_a_sentence_starting_with_a_minus_is_told_how_to_get_in(
     with pytest.raises(SystemExit):
         main(["eval", "tr(A)", "--graph", "K4", "--bogus"])
     assert "reads as an option" not in capsys.readouterr().err
+
+
+def test_edge_list_and_sentence_file_errors_name_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """numpy's message counted rows from 0 and columns from 1 ('row 1, column 2' for line 2);
+    a sentence file whose every sentence was bad ended on 'the text is empty'."""
+    edges = tmp_path / "bad.txt"
+    edges.write_text("# a comment\n0 1\n1 x\n", encoding="utf-8")
+    assert main(["eval", "tr(A)", "--edges", str(edges)]) == 1
+    assert "line 3: 'x' is not a node id (a line holds two whole numbers, u v)" in (
+        capsys.readouterr().err
+    )
+    edges.write_text("0 1\n1 0 2\n", encoding="utf-8")
+    assert main(["eval", "tr(A)", "--edges", str(edges)]) == 1
+    assert "line 2 holds 3 numbers, not an edge u v" in capsys.readouterr().err
+    bad = tmp_path / "s.txt"
+    bad.write_text("tr(A\nA ++\n", encoding="utf-8")
+    assert main(["eval", "--sentences", str(bad), "--graph", "K4"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("line left out, going on") == 2
+    assert err.rstrip().endswith(
+        f"no sentence to work on (every sentence of {bad} was left out, above)"
+    )
