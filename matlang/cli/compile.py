@@ -41,7 +41,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--backend", choices=("torch_sparse", "torch"), default=None, help="sparse backend"
     )
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help="number type")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float64",
+        help="number type (default: float64, so counts print exactly; matlang.compile's is "
+        "float32, torch's default)",
+    )
     p.set_defaults(func=run_compile)
 
 
