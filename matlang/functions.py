@@ -98,7 +98,8 @@ def polynomial_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | N
     """Total degree when the formula is a polynomial with rational coefficients, else None."""
     import sympy as sp
 
-    expanded = sp.expand(formula)
+    # binomial(x, 2) with a literal k is the polynomial x(x - 1)/2: expand_func writes it out
+    expanded = sp.expand(sp.expand_func(formula) if formula.has(sp.binomial) else formula)
     if not symbols:
         return 0 if expanded.is_Rational else None
     if not expanded.is_polynomial(*symbols):
@@ -127,6 +128,9 @@ def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
         if isinstance(e, sp.Mod):
             inner = bound(e.args[0])
             return None if inner is None or not e.args[1].is_Rational else max(inner, 1)
+        if isinstance(e, sp.binomial):  # a literal k: a polynomial of degree k in its argument
+            inner, k = bound(e.args[0]), e.args[1]
+            return None if inner is None or not (k.is_Integer and k >= 0) else inner * int(k)
         parts = [bound(a) for a in e.args]
         if any(b is None for b in parts):
             return None

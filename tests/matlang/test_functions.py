@@ -283,3 +283,25 @@ def test_mod_argument_bound_is_a_bound_on_every_remainders_argument() -> None:
         largest = max(max(abs(v * (v % 3) - 2 * v), abs(3 * v * v - v)) for v in range(-m, m + 1))
         assert largest <= bound(float(m))
     assert mod_argument_bound(sp.Mod(x**3, 7), [x])(1e200) == float("inf")  # overflow: inf
+
+
+def test_binom_in_a_definition_is_an_exact_polynomial() -> None:
+    """``let f(x) = binom(x, 2)`` gave floats ([0., 1., 0.] on a path) while ``binom(A𝟏, 2)``
+    gave integers: ``binomial(x, k)`` with a literal k is the polynomial of degree k, exact on
+    integers, alone or beside a ``Mod``; checked against math.comb."""
+    import math
+
+    import matlang
+
+    cases = {
+        "let f(x) = binom(x, 2); f(A𝟏)": [math.comb(d, 2) for d in (1, 2, 1)],
+        "let f(x) = Mod(binom(x, 2), 5) + binom(x, 0); f(A𝟏)": [
+            math.comb(d, 2) % 5 + 1 for d in (1, 2, 1)
+        ],
+    }
+    for text, want in cases.items():
+        got = matlang.evaluate(text, "path3")
+        assert np.asarray(got).dtype.kind == "i" and np.asarray(got).tolist() == want, text
+    assert matlang.evaluate("let f(x) = binom(x, 3); 𝟏ᵀ f(A²𝟏)", "K4") == 4 * math.comb(9, 3)
+    big = matlang.evaluate("let f(x) = binom(x, 3); 𝟏ᵀ f(A^12 𝟏)", "K10")
+    assert big == 10 * math.comb(9**12, 3)  # past 2⁶³: exact Python integers
