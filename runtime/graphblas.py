@@ -86,6 +86,9 @@ def is_iso(x: np.ndarray) -> bool:
 
 def maxabs(x: np.ndarray) -> int | float:
     """The largest magnitude of ``x`` (0 when empty), exact for integers."""
+    if x.ndim == 0:  # an iso value: no reductions (two numpy reductions cost µs each)
+        v = x.item()
+        return abs(v) if x.dtype.kind in "iubO" else float(abs(v))
     if x.size == 0:
         return 0
     if x.dtype == object:
@@ -479,10 +482,14 @@ class Kernels:
     def sampled(self, a: Mask, va: np.ndarray, b: Mask, vb: np.ndarray, s: Mask) -> np.ndarray:
         """``(A B)|S``: a masked product, aligned with ``s``."""
         gb = _gb()
-        terms = min(a.max_row, b.n)
-        (va, vb), den = self._integer_operands(va, vb, terms=max(terms, 1), what="a product")
-        dtype = np.result_type(va.dtype, vb.dtype)
-        unit = is_iso(va) and is_iso(vb) and va == 1 and vb == 1
+        # two 0/1 patterns: each entry counts paths, below n, int64 (no bound to compute)
+        unit = is_iso(va) and is_iso(vb) and va.item() == 1 and vb.item() == 1
+        if unit:
+            den, dtype = 1, np.dtype(np.int64)
+        else:
+            terms = max(min(a.max_row, b.n), 1)
+            (va, vb), den = self._integer_operands(va, vb, terms=terms, what="a product")
+            dtype = np.result_type(va.dtype, vb.dtype)
         ring = gb.semiring.plus_pair if unit else gb.semiring.plus_times
         out_type = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
         # plus_pair reads no values: the masks' (cached) patterns serve as the operands
