@@ -238,6 +238,7 @@ class TorchConstantStage(ConstantStage):
         at = int(x.detach().abs().argmax()) // (x.shape[1] if x.dim() == 2 else 1)
         raise self._mod_error(st, top, graph(at), way, str(dtype).removeprefix("torch."))
 
+
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:
     if st.kind == GRAPH:
         return gr.g

@@ -335,12 +335,13 @@ class DenseEvaluator:
             )
         return out
 
-
     def _check_mod(self, name: str, bound: Any, args: list[np.ndarray]) -> None:
         """A ``Mod`` of a float past 2⁵³ is noise, not a rounding: refused (float inputs, or
         ``exact=False``), as the compiled stages refuse it."""
+        if bound is None:
+            return
         top = max((float(np.abs(a).max()) for a in args if a.size), default=0.0)
-        if bound is not None and bound(top) >= FLOAT_EXACT:
+        if bound(top) >= FLOAT_EXACT:
             raise EvaluationError(
                 f"{name}(...) reads {top:.4g} on graph {self.graph.label()}: its Mod would take "
                 "a float past 2^53, where float64 holds no exact remainder; evaluate with "
