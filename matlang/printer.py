@@ -120,13 +120,18 @@ def _latex_number(v: Fraction) -> str:
     return s if not s.startswith("(") else rf"\tfrac{{{v.numerator}}}{{{v.denominator}}}"
 
 
+def _tex_name(name: str) -> str:
+    """A name as LaTeX text: ``_`` is a subscript there (``a_b_c`` a double one, an error)."""
+    return name.replace("_", r"\_")
+
+
 def _lx(e: ast.Expr) -> tuple[str, int]:
     def w(x: ast.Expr, level: int) -> str:
         t, own = _lx(x)
         return rf"\left({t}\right)" if own < level else t
 
-    if isinstance(e, ast.Input):
-        return e.name, ATOM
+    if isinstance(e, ast.Input):  # node_feat: one italic word, not node with subscript f
+        return (e.name if len(e.name) == 1 else rf"\mathit{{{_tex_name(e.name)}}}"), ATOM
     if isinstance(e, ast.Ones):
         return r"\mathbf{1}", ATOM
     if isinstance(e, ast.Number):
@@ -159,7 +164,7 @@ def _lx(e: ast.Expr) -> tuple[str, int]:
         head = (
             rf"\{name}"
             if name in ("exp", "log", "tanh", "sin", "cos")
-            else (rf"\operatorname{{{name}}}")
+            else (rf"\operatorname{{{_tex_name(name)}}}")
         )
         return rf"{head}\left({', '.join(_lx(x)[0] for x in e.args)}\right)", ATOM
     raise TypeError(f"cannot print {type(e).__name__}")
@@ -176,7 +181,7 @@ def to_latex(e: ast.Expr, *, definitions: bool = True) -> str:
     import sympy as sp
 
     head = [
-        rf"\operatorname{{{f.name}}}\left({', '.join(sp.latex(x) for x in f.symbols)}\right) = "
+        rf"\operatorname{{{_tex_name(f.name)}}}\left({', '.join(sp.latex(x) for x in f.symbols)}\right) = "
         + sp.latex(f.formula)
         for f in used
     ]

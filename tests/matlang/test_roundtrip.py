@@ -3,6 +3,7 @@ Unicode and ASCII, and printing is a fixed point (the strategy is in tests/fixtu
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +79,24 @@ def test_latex_defines_the_user_functions_it_uses_as_text_does() -> None:
     assert to_latex(e, definitions=False) == body
     assert to_text(e).startswith("let f(x) = x*x;")
     assert to_latex(parse("𝟏ᵀ relu(A 𝟏)")).startswith(r"{\mathbf{1}}^{\top}")  # a built-in
+
+
+def test_latex_of_names_with_underscores_is_valid_latex() -> None:
+    """Input and function names may hold ``_``, which is a subscript in LaTeX: ``a_b_c`` was a
+    double subscript (matplotlib's mathtext refused it) and ``node_feat`` read as node with
+    subscript f. Names are text now, and every output parses in mathtext."""
+    from matplotlib.mathtext import MathTextParser
+
+    cases = {
+        "input a_b_c; 𝟏ᵀ a_b_c": r"{\mathbf{1}}^{\top} \, \mathit{a\_b\_c}",
+        "let my_f_g(x) = x*x; 𝟏ᵀ my_f_g(A 𝟏)": r"\operatorname{my\_f\_g}\left(x\right) = x^{2},"
+        r"\quad {\mathbf{1}}^{\top} \, \operatorname{my\_f\_g}\left(A \, \mathbf{1}\right)",
+        "input h; 𝟏ᵀ A h": r"{\mathbf{1}}^{\top} \, A \, h",
+    }
+    parser = MathTextParser("path")
+    for text, want in cases.items():
+        got = to_latex(parse_program(text).sentences[0].expr)
+        assert got == want, text
+        parser.parse(f"${got}$")  # raises on invalid LaTeX
+    with pytest.raises(ValueError, match="Double subscript"):
+        parser.parse("$a_b_c$")  # the check can fail
