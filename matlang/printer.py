@@ -181,7 +181,9 @@ def to_latex(e: ast.Expr, *, definitions: bool = True) -> str:
     import sympy as sp
 
     head = [
-        rf"\operatorname{{{_tex_name(f.name)}}}\left({', '.join(sp.latex(x) for x in f.symbols)}\right) = "
+        rf"\operatorname{{{_tex_name(f.name)}}}\left("
+        + ", ".join(sp.latex(x) for x in f.symbols)
+        + r"\right) = "
         + sp.latex(f.formula)
         for f in used
     ]
