@@ -75,7 +75,7 @@ def read_sentences(args: argparse.Namespace) -> Any:
         path = Path(args.sentences)
         if not path.exists():
             raise MatlangError(f"no such sentence file: {path}")
-        program = _parse_file(path, path.read_text(encoding="utf-8"), args)
+        program = _parse_file(path, path.read_text(encoding="utf-8-sig"), args)
     elif args.sentence is not None:
         program = parse_program(args.sentence)
     else:

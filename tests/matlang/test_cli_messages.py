@@ -173,3 +173,13 @@ def test_edge_list_and_sentence_file_errors_name_the_line(
     assert err.rstrip().endswith(
         f"no sentence to work on (every sentence of {bad} was left out, above)"
     )
+
+
+def test_a_sentence_file_with_a_byte_order_mark_reads_as_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Windows editors start UTF-8 files with a BOM: line 1 failed on an invisible '\\ufeff'."""
+    path = tmp_path / "bom.txt"
+    path.write_bytes("tri: tr(A^3)/6\r\nedges: ones' A ones / 2\r\n".encode("utf-8-sig"))
+    assert main(["eval", "--sentences", str(path), "--graph", "K4", "--json"]) == 0
+    assert _values_by_name(json.loads(capsys.readouterr().out)) == {"tri": 4, "edges": 6}
