@@ -74,14 +74,32 @@ class SourceError(MatlangError):
             lines = self.text.split("\n")
             src = lines[self.span.line - 1] if self.span.line - 1 < len(lines) else ""
             width = max(1, min(self.span.end - self.span.start, len(src) - self.span.col + 1))
+            at = self.span.col - 1
             out.append("  " + src)
-            out.append("  " + " " * (self.span.col - 1) + "^" * width)
+            under = _columns(src[at : at + width]).replace("\t", "^").replace(" ", "^")
+            out.append("  " + _columns(src[:at]) + (under or "^"))
         if self.hint:
             out.append(f"  hint: {self.hint}")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.render()
+
+
+def _columns(text: str) -> str:
+    """Blanks as wide on screen as ``text``: its tabs kept (the terminal expands them alike), a
+    wide character (CJK, full-width) two columns, a combining mark none."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ch == "\t":
+            out.append("\t")
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            out.append("  " if unicodedata.east_asian_width(ch) in "WF" else " ")
+    return "".join(out)
 
 
 class MatlangSyntaxError(SourceError):

@@ -1069,3 +1069,20 @@ def test_formula_text_is_never_executed() -> None:
     ]:
         with pytest.raises(FunctionError):
             parse(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "caret"),
+    [
+        ("\t\ttr(A ⊙ 𝟏)", "  \t\t   ^^^^^"),  # tabs kept: the terminal expands both lines alike
+        ("let f(x) = 全全 + y; 1", "  " + " " * 11 + "^" * 8),  # a CJK character is two columns
+        ("tr(A ⊙ 𝟏)", "     ^^^^^"),
+    ],
+)
+def test_the_caret_sits_under_the_span_on_screen(text: str, caret: str) -> None:
+    """The caret line was padded with one space a code point: under tabs and wide characters
+    it landed columns to the left of what it names."""
+    with pytest.raises(MatlangError) as info:
+        parse(text)
+    lines = str(info.value).split("\n")
+    assert lines[1] == "  " + text and lines[2] == caret
