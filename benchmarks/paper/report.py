@@ -3,8 +3,7 @@
 Reads every ``results/*.json`` written by ``matlang bench``, and writes ``report.md`` (one
 Markdown table per paper table, cells ``ours / paper``, then what exactly was run for each
 number) and one PNG plot per table (matplotlib, Agg backend); variant runs (the counting
-ablation, Table 1 in float32) get sections of their own and ``report-variants.json``
-(:mod:`benchmarks.paper.variants`).
+ablation, Table 1 in float32) get sections and ``report-variants.json`` (``variants``).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from benchmarks.paper.report_flags import (
     MARK_LAST,
     MODEL_LABEL,
     TABLE2_DATASET_NOTE,
+    check_summary,
     deviations,
     provenance_summary,
     run_note,
@@ -98,14 +98,8 @@ def load_results(folder: str | Path) -> list[Result]:
 
 
 def _find(results: Iterable[Result], bench: str, model: str, **where: Any) -> Result | None:
-    for r in results:
-        if (
-            r.bench == bench
-            and r.model == model
-            and all(r.data.get(k) == v for k, v in where.items())
-        ):
-            return r
-    return None
+    ok = (r for r in results if r.bench == bench and r.model == model)
+    return next((r for r in ok if all(r.data.get(k) == v for k, v in where.items())), None)
 
 
 def _models(results: Sequence[Result], benches: Sequence[str]) -> list[str]:
@@ -746,9 +740,11 @@ def write_report(
     plots: bool = True,
     force: bool = False,
 ) -> list[Path]:
-    """Write ``report.md`` (and the PNGs) from the results in ``results_dir``; the paths. A file
-    of those names that this function did not write is replaced only with ``force``."""
+    """Write ``report.md`` (and the PNGs) from ``results_dir``'s results; the paths. A file of
+    those names that this did not write is replaced only with ``force``."""
     results = load_results(results_dir)
+    for r in results:  # a number missing: the file named, not a KeyError deep in the tables
+        check_summary(r.path, r.data)
     out = Path(out_dir) if out_dir is not None else Path(results_dir)
     for name in ["report.md", "report-variants.json", "table1.png", "table3.png"]:
         check_replaceable(out / name, REPORT_HEADING, force=force)

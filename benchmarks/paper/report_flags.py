@@ -28,6 +28,9 @@ PAPER_SEEDS = {"iso": 100, "count": 10, "filter": 10, "exp-classify": 10, "bandc
 #: Largest epoch budget of the authors' scripts where ours is smaller (``filtering.py``: 2,000;
 #: ``freqclass.py``: 3,000).
 AUTHORS_EPOCHS = {"filter": 2000, "bandclass": 3000}
+#: The epoch budget of protocols set by this project's bench commands, where no authors' budget
+#: applies (``matlang bench exp-classify``'s default; ``bench count`` reads its protocol's).
+PROTOCOL_EPOCHS = {"exp-classify": 200}
 #: The batch size of the authors' counting script.
 AUTHORS_COUNT_BATCH = 10
 #: The protocol each bench builds its models with (GNNML3's basis).
@@ -85,6 +88,47 @@ def gnnml3_support_mlp(data: dict[str, Any]) -> str | None:
     return str(cfg.get("support_mlp", "sigmoid"))
 
 
+#: The numbers the report reads of each bench's result file (TU's only where it has folds).
+SUMMARY_FIELDS = {
+    "iso": ("undistinguished",),
+    "exp-classify": ("median_accuracy",),
+    "count": ("median_test_mse",),
+    "filter": ("median_r2",),
+    "bandclass": ("median_test_accuracy",),
+    "tu": ("mean_accuracy", "std_accuracy", "last_epoch_mean_accuracy"),
+}
+
+
+def check_summary(path: Any, data: dict[str, Any]) -> None:
+    """Raise :class:`~matlang.errors.DataError` naming ``path`` and the field where a result
+    file lacks a number the report reads (it failed deep in the rendering, naming no file)."""
+    from matlang.errors import DataError
+
+    bench = str(data.get("bench"))
+    if bench == "tu" and data.get("mean_accuracy") is None:
+        return  # no fold finished yet: the TU table shows the cell as missing
+    for key in SUMMARY_FIELDS.get(bench, ()):
+        v = data.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            got = "no such field" if key not in data else f"{v!r}"
+            raise DataError(f"{path}: a {bench} result needs a number under '{key}', got {got}")
+
+
+def _protocol_epochs(data: dict[str, Any]) -> int | None:
+    """The epochs the protocol of a result file's bench runs where no authors' budget applies
+    (``None``: no such budget, or a model fitted without epochs, ``sentence-lstsq``)."""
+    bench, cfg = data.get("bench"), data.get("config", {})
+    if bench == "count":
+        from benchmarks.paper.count import PROTOCOLS
+        from benchmarks.paper.models import LEAST_SQUARES
+
+        if str(data.get("model", "")).lower() in LEAST_SQUARES:
+            return None
+        protocol = PROTOCOLS.get(str(cfg.get("count_protocol") or "paper"))
+        return None if protocol is None else protocol.epochs
+    return PROTOCOL_EPOCHS.get(str(bench))
+
+
 def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
     """``(markers, phrases)``: how the run of a result file differs from the paper's (seeds,
     epochs, batch, GNNML3's basis), whether it was budget-bound (best epoch = last epoch run)
@@ -112,6 +156,12 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             f"≤ {cfg.get('epochs_max')} epochs where the authors' script runs "
             f"{AUTHORS_EPOCHS[bench]:,}"
         )
+    budget = _protocol_epochs(data)
+    ran = cfg.get("epochs_max")  # (not recorded by the oldest files: nothing to compare)
+    if not beyond and budget is not None and ran is not None and int(ran) < budget:
+        bits.append(f"≤ {cfg.get('epochs_max')} epochs where the protocol runs {budget:,}")
+    if cfg.get("limit"):
+        bits.append(f"the first {cfg['limit']} graphs only (--limit), not the whole dataset")
     if bench == "count" and not beyond and cfg.get("batch_size") not in (None, AUTHORS_COUNT_BATCH):
         bits.append(f"batch {cfg.get('batch_size')} (the authors': {AUTHORS_COUNT_BATCH})")
     basis = gnnml3_basis(data)
@@ -226,9 +276,10 @@ def seed_count_sentence(cells: Sequence[dict[str, Any]], bench: str) -> str:
     if full == len(cells):
         return f"Every one of the {len(cells)} cells ran the paper's {paper} seeds."
     counts = " or ".join(str(k) for k in fewer)
+    others = len(cells) - full
     return (
-        f"{full} of the {len(cells)} cells ran the paper's {paper} seeds; the others {counts} "
-        "(marked †, their notes say how many)."
+        f"{full} of the {len(cells)} cells ran the paper's {paper} seeds; the other {others} "
+        f"ran {counts} (marked †, their notes say how many)."
     )
 
 

@@ -407,6 +407,35 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
     assert deviations(rec(16)) == ("", [])
 
 
+def test_report_flags_runs_shorter_than_their_protocol_or_on_a_subset() -> None:
+    """``bench count --epochs 2`` and ``bench exp-classify --epochs 2`` write the canonical
+    file, and ``--limit`` runs can be merged under it: their cells showed no †, as if run in
+    the paper's protocol. The protocols' budgets are the bench commands' own defaults."""
+    from benchmarks.paper.count import PROTOCOLS
+    from benchmarks.paper.report_flags import PROTOCOL_EPOCHS, deviations
+    from matlang.cli import build_parser
+
+    cls = build_parser().parse_args(["bench", "exp-classify", "--model", "gcn"])
+    assert PROTOCOL_EPOCHS["exp-classify"] == cls.epochs == 200
+
+    def rec(bench: str, model: str = "gin", **cfg: object) -> dict:  # type: ignore[type-arg]
+        return {"bench": bench, "model": model, "seeds": list(range(10)), "config": cfg}
+
+    paper = {"batch_size": 10, "count_protocol": "paper"}
+    assert deviations(rec("count", epochs_max=PROTOCOLS["paper"].epochs, **paper)) == ("", [])
+    marks, bits = deviations(rec("count", epochs_max=2, **paper))
+    assert marks == "†" and bits == ["≤ 2 epochs where the protocol runs 200"]
+    authors = {"batch_size": 10, "count_protocol": "authors"}
+    assert deviations(rec("count", epochs_max=200, **authors))[1] == [
+        "≤ 200 epochs where the protocol runs 1,000"
+    ]
+    assert deviations(rec("count", "sentence-lstsq", epochs_max=0, **paper)) == ("", [])
+    assert deviations(rec("exp-classify", epochs_max=200)) == ("", [])
+    assert deviations(rec("exp-classify", epochs_max=2))[0] == "†"
+    marks, bits = deviations(rec("iso", limit=20))
+    assert marks == "†" and bits[-1] == "the first 20 graphs only (--limit), not the whole dataset"
+
+
 def test_brec_table_splits_exact_rows_from_trained_models() -> None:
     from benchmarks.paper.brec import PUBLISHED, table
 
@@ -561,8 +590,8 @@ def test_table2_seed_count_is_counted_from_the_files(report_text: str) -> None:
 
     cells = [{"seeds": list(range(10))}, {"seeds": [0, 1, 2]}, {"seeds": [0]}]
     assert seed_count_sentence(cells, "count") == (
-        "1 of the 3 cells ran the paper's 10 seeds; the others 1 or 3 (marked †, their notes "
-        "say how many)."
+        "1 of the 3 cells ran the paper's 10 seeds; the other 2 ran 1 or 3 (marked †, their "
+        "notes say how many)."
     )
     assert seed_count_sentence(cells[:1], "count").startswith("Every one of the 1 cells")
     rows = [
@@ -579,3 +608,26 @@ def test_table2_seed_count_is_counted_from_the_files(report_text: str) -> None:
         assert f"{full} of the {len(rows)} cells ran the paper's 10 seeds" in report_text or (
             full == len(rows) and "Every one of the" in report_text
         )
+
+
+def test_a_result_file_missing_the_number_the_report_reads_is_named() -> None:
+    """``matlang report`` on a count file without ``median_test_mse`` (or a TU file without
+    ``std_accuracy``) ended on a bare ``KeyError`` naming no file; a text where a number belongs
+    on a ``ValueError`` from a format code."""
+    from benchmarks.paper.report_flags import check_summary
+    from matlang.errors import DataError
+
+    count = {"bench": "count", "model": "gin", "median_test_mse": 1.2e-3}
+    check_summary("count.json", count)
+    with pytest.raises(DataError, match="count.json: a count result needs a number under "):
+        check_summary("count.json", {k: v for k, v in count.items() if k != "median_test_mse"})
+    with pytest.raises(DataError, match="'median_test_mse', got 'x'"):
+        check_summary("count.json", {**count, "median_test_mse": "x"})
+    tu = {"bench": "tu", "model": "gin", "mean_accuracy": 80.0, "std_accuracy": 2.0}
+    with pytest.raises(DataError, match="'last_epoch_mean_accuracy', got no such field"):
+        check_summary("tu.json", tu)
+    check_summary("tu.json", {"bench": "tu", "model": "gin", "mean_accuracy": None})  # no fold
+    for path in sorted(RESULTS.glob("*.json")):  # every stored result passes
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "bench" in data:
+            check_summary(path, data)

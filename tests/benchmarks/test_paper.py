@@ -753,8 +753,8 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     assert "≤ 30 epochs (ran 30), batch 64" in report
     assert "`count-randomgraph-triangle-gin.json`; 1 seed(s)" in report
     assert (
-        "count_triangle`; 100 s; **†** 1 seed(s) where the paper has 10; batch 64 (the "
-        "authors': 10)\n"
+        "count_triangle`; 100 s; **†** 1 seed(s) where the paper has 10; ≤ 30 epochs where "
+        "the protocol runs 200; batch 64 (the authors': 10)\n"
     ) in report
     # --append, and a run that was interrupted
     partial = "**partial** (seeds [3, 4] missing)"
