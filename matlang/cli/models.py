@@ -21,7 +21,11 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--in-dim", type=int, default=1, help="node feature width (default 1)")
     p.add_argument("--out-dim", type=int, default=1, help="output width (default 1)")
-    p.add_argument("--config", default=None, help="only this named configuration (iso, count)")
+    p.add_argument(
+        "--config",
+        default=None,
+        help="only this named configuration (iso, count, spectral, brec, brec-xavier)",
+    )
     p.add_argument("--task", choices=("graph", "node"), default="graph")
     p.set_defaults(func=run)
 
