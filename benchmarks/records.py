@@ -565,13 +565,25 @@ def _exists_message(
         f"another config ({differs[0]} = {old_config[differs[0]]!r}, this run has "
         f"{config[differs[0]]!r})"
         if differs
-        else "the same settings" + (f", {len(seeds)} seed(s)" if seeds else "")
+        else "the same settings" + (f"; it holds {_seed_list(seeds)}" if seeds else "")
     )
     append = "--append adds seeds to it, " if appendable else ""
     return (
         f"{path} exists ({what}); it is never replaced without --force: {append}--out DIR "
         "writes elsewhere"
     )
+
+
+def _seed_list(seeds: Sequence[Any]) -> str:
+    """``seed 3``, ``seeds 0–9`` (contiguous) or ``4 seeds (0, 2, 5, …)``: what a file holds,
+    said so that another seed reads as another seed, not as the same run."""
+    ids = sorted(int(x) for x in seeds)
+    if len(ids) == 1:
+        return f"seed {ids[0]}"
+    if ids == list(range(ids[0], ids[-1] + 1)):
+        return f"seeds {ids[0]}–{ids[-1]}"
+    shown = ", ".join(map(str, ids[:3])) + (", …" if len(ids) > 3 else "")
+    return f"{len(ids)} seeds ({shown})"
 
 
 def check_same_settings(

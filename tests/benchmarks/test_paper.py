@@ -455,7 +455,7 @@ def test_bench_never_replaces_a_result_without_force(
     # the same run again, or with other settings: refused, the file untouched
     assert _count_cli(tmp_path, "--seeds", "1", "--limit", "12") == 1
     err = capsys.readouterr().err
-    assert "never replaced without --force" in err and "the same settings, 1 seed(s)" in err
+    assert "never replaced without --force" in err and "the same settings; it holds seed 0" in err
     assert _count_cli(tmp_path, "--seeds", "1", "--limit", "12", "--epochs", "2") == 1
     assert "another config (epochs_max = 1, this run has 2)" in capsys.readouterr().err
     assert json.loads(limited.read_text()) == first
