@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # torch is imported when a module is built, not with `import 
 def _dtype(dtype: Any) -> torch.dtype:
     import torch
 
-    if isinstance(dtype, torch.dtype):
+    if isinstance(dtype, torch.dtype) and dtype in (torch.float32, torch.float64):
         return dtype
     table = {"float32": torch.float32, "float64": torch.float64, "double": torch.float64}
     if dtype in table:

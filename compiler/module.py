@@ -27,7 +27,7 @@ from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, re
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.inputs import pyg_call
+from matlang.runtime.inputs import channels_of, pyg_call
 from matlang.runtime.masks import (
     compose_masks,
     full_mask,
@@ -314,12 +314,10 @@ class CompiledModule(nn.Module):
         return probe.dtype
 
     def _apply(self, fn: Any, recurse: bool = True) -> CompiledModule:  # type: ignore[override]
-        out = super()._apply(fn, recurse)
-        if self.dtype not in (torch.float32, torch.float64):
-            raise MatlangError(
-                f"a compiled module computes in float32 or float64, not {self.dtype}"
-            )
-        return out
+        new = fn(self._buffers["_dtype_probe"]).dtype  # refused before anything is converted
+        if new not in (torch.float32, torch.float64):
+            raise MatlangError(f"a compiled module computes in float32 or float64, not {new}")
+        return super()._apply(fn, recurse)  # type: ignore[no-any-return]
 
     # pickling: the lowered pointwise functions are closures; rebuilt from the plan on load
     def __getstate__(self) -> dict[str, Any]:
@@ -403,7 +401,7 @@ class CompiledModule(nn.Module):
         )
         dtype = self.dtype
         given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
-        channels = max((t.shape[1] for t in given.values() if t.dim() == 2), default=None)
+        channels = channels_of(given)  # one count for all inputs (or 1: broadcast)
         return _Context(
             batch,
             n,

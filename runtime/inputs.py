@@ -202,9 +202,32 @@ def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None)
         )
 
 
+def channels_of(given: dict[str, Tensor]) -> int | None:
+    """The channel count the ``(N, d)`` inputs share (``(N,)`` and ``(N, 1)`` ones broadcast
+    against any), ``None`` without channels; two counts that differ are refused by name, not
+    left to a shape error deep in an entrywise product."""
+    counts = {name: int(t.shape[1]) for name, t in given.items() if t.dim() == 2}
+    wide = {name: d for name, d in counts.items() if d != 1}
+    if len(set(wide.values())) > 1:
+        a, *_, b = sorted(wide, key=wide.__getitem__)  # the fewest channels, the most
+        raise GraphError(
+            f"inputs '{a}' ({wide[a]} channels) and '{b}' ({wide[b]} channels) differ: every "
+            "(N, d) input of one sentence has the same d (an (N,) or (N, 1) input is broadcast)",
+            "inputs",
+        )
+    return max(counts.values(), default=None)
+
+
 def _short(v: Tensor) -> str:
     items = v.tolist()
     return str(items) if len(items) <= 8 else f"[{', '.join(map(str, items[:6]))}, ...]"
 
 
-__all__ = ["adjacency_edges", "as_index_tensor", "check_ptr", "layer_inputs", "pyg_call"]
+__all__ = [
+    "adjacency_edges",
+    "as_index_tensor",
+    "channels_of",
+    "check_ptr",
+    "layer_inputs",
+    "pyg_call",
+]

@@ -138,8 +138,8 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             "gnnml3",
             GNNML3,
-            "GNNML3 (Eq. 6-8), spectral supports (count: on the adjacency; iso, spectral: on "
-            "the normalised Laplacian)",
+            "GNNML3 (Eq. 6-8), spectral supports on the configuration's basis (the adjacency "
+            "or the normalised Laplacian)",
             {
                 "iso": _iso(GNNML3Config, hidden=30, product_channels=30),
                 "count": _count(

@@ -142,3 +142,27 @@ def test_modules_pickle(text: str) -> None:
     buf.seek(0)
     loaded = torch.load(buf, weights_only=False)
     assert torch.equal(loaded(GRAPHS), model(GRAPHS))
+
+
+def test_inputs_of_different_widths_and_bad_dtypes_are_refused_before_anything_changes() -> None:
+    """Three refusals that came too late (a stranger's QA pass): inputs of 2 and 3 channels
+    crashed inside torch's ``x * y``; a refused ``.half()`` had already turned the module to
+    float16 (8.3359 for 25/3 afterwards); ``dtype=torch.int64`` raised ``torch.finfo``'s
+    TypeError."""
+    from matlang.errors import GraphError, MatlangError
+
+    m = compile("input h; input g; A h + g ⊙ h", dtype=torch.float64)
+    with pytest.raises(GraphError, match=r"inputs 'h' \(2 channels\) and 'g' \(3 channels\)"):
+        m(["K4"], {"h": torch.ones(4, 2), "g": torch.ones(4, 3)})
+    for g in (torch.ones(4, 1), torch.ones(4)):  # broadcast: 3·1 + 1·1 per channel on K4
+        got = m(["K4"], {"h": torch.ones(4, 2), "g": g})
+        torch.testing.assert_close(got, torch.full((4, 2), 4.0, dtype=torch.float64))
+    third = compile("tr(A^3)/3 + 1/3", dtype=torch.float64)
+    for convert in (lambda t: t.half(), lambda t: t.to(torch.bfloat16)):
+        with pytest.raises(MatlangError, match="computes in float32 or float64, not torch"):
+            convert(third)
+        assert third.dtype == torch.float64
+        assert all(p.dtype == torch.float64 for p in third.parameters())
+        assert third(["K4"]).item() == pytest.approx(25 / 3, rel=1e-15)
+    with pytest.raises(MatlangError, match="dtype must be float32 or float64, got torch.int64"):
+        compile("tr(A^3)", dtype=torch.int64)
