@@ -111,7 +111,10 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
 
 
 def _large_sparse(graph: Any) -> bool:
-    """A graph in a sparse form (scipy sparse, an edge_index) with many nodes."""
+    """A graph in a sparse form (scipy sparse, an edge_index) with many nodes; for a list of
+    graphs, any of them (the sparse path takes the whole list)."""
+    if isinstance(graph, (list, tuple)):
+        return any(_large_sparse(g) for g in graph)
     if hasattr(graph, "tocoo") and hasattr(graph, "shape"):
         return int(graph.shape[0]) > DENSE_LIMIT
     if hasattr(graph, "edge_index"):

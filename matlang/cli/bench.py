@@ -82,7 +82,7 @@ def register(sub: Any) -> None:
         "(`matlang pattern NAME`), e.g. pattern:C5, pattern:diamond, pattern:K4 is refused",
     )
     cnt.add_argument("--dataset", choices=COUNT_DATASETS, default="randomgraph")
-    _common(cnt, seeds=10)
+    _common(cnt, seeds=10, models=COUNT_MODELS)
     cnt.add_argument(
         "--protocol",
         choices=("paper", "authors"),
@@ -358,6 +358,13 @@ def _missing(p: argparse.ArgumentParser) -> int:
 MODELS = (
     "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
     "a variant of one ({variants}) or a compiled one (compiled, compiled-random)"
+)
+#: ``--model`` of ``bench count``: also the sentence models (benchmarks.paper.models.SENTENCE).
+COUNT_MODELS = (
+    "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
+    "a variant of one ({variants}), a compiled one (compiled, compiled-random), sentence "
+    "(SentenceGNN on I, A, A ⊙ A², A ⊙ A³) or sentence-lstsq (its features, a least-squares "
+    "readout: --epochs 0)"
 )
 #: ``--model`` of ``bench tu``: no compiled model (a TU label is no sentence), two built from
 #: sentences (benchmarks.paper.tu.SENTENCE_MODELS).

@@ -126,6 +126,13 @@ def test_front_door_dispatches_large_sparse_graphs_to_graphblas() -> None:
     ring = ring.tocsr()
     assert matlang.evaluate("tr(A^2)", ring) == 2 * n
     assert matlang.evaluate("onesᵀ A² ones / 4", ring) == n
+    # in a list too (it took the dense path: over a minute for two such rings), small beside
+    from unittest import mock
+
+    from matlang.evaluator import DenseEvaluator
+
+    with mock.patch.object(DenseEvaluator, "__call__", side_effect=AssertionError("dense")):
+        assert matlang.evaluate("tr(A^2)", [ring, a]) == [2 * n, int((a @ a).trace())]
     with pytest.raises(matlang.MatlangError, match="without inputs"):
         matlang.evaluate("input h; onesᵀ A h", ring, inputs={"h": np.ones(n)})
 
