@@ -565,7 +565,8 @@ def _exists_message(
         f"another config ({differs[0]} = {old_config[differs[0]]!r}, this run has "
         f"{config[differs[0]]!r})"
         if differs
-        else "the same settings" + (f"; it holds {_seed_list(seeds)}" if seeds else "")
+        else "the same settings"
+        + (f"; it holds seed{'s' if len(seeds) > 1 else ''} {seed_ranges(seeds)}" if seeds else "")
     )
     append = "--append adds seeds to it, " if appendable else ""
     return (
@@ -574,16 +575,15 @@ def _exists_message(
     )
 
 
-def _seed_list(seeds: Sequence[Any]) -> str:
-    """``seed 3``, ``seeds 0–9`` (contiguous) or ``4 seeds (0, 2, 5, …)``: what a file holds,
-    said so that another seed reads as another seed, not as the same run."""
-    ids = sorted(int(x) for x in seeds)
-    if len(ids) == 1:
-        return f"seed {ids[0]}"
-    if ids == list(range(ids[0], ids[-1] + 1)):
-        return f"seeds {ids[0]}–{ids[-1]}"
-    shown = ", ".join(map(str, ids[:3])) + (", …" if len(ids) > 3 else "")
-    return f"{len(ids)} seeds ({shown})"
+def seed_ranges(seeds: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive seeds
+    for s in sorted(seeds):
+        if runs and runs[-1][1] == s - 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def check_same_settings(

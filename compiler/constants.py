@@ -30,7 +30,13 @@ from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import FLOAT_EXACT, exact_degree, mod_argument_bound, numeric
+from matlang.functions import (
+    FLOAT_EXACT,
+    exact_degree,
+    mod_argument_bound,
+    mod_refusal,
+    numeric,
+)
 from matlang.graphs import is_one_graph
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
@@ -370,18 +376,20 @@ class ConstantStage:
         raise self._mod_error(st, top, gr.label(_graph_of(self.plan, regs, st, gr, at)))
 
     def _mod_error(
-        self, st: Step, top: float, graph: str, way: str = "", dtype: str = "float64"
+        self,
+        st: Step,
+        top: float,
+        graph: str,
+        way: str = "",
+        dtype: str = "float64",
+        bits: int = 53,
     ) -> EvaluationError:
-        """The refusal of a ``Mod`` whose float argument reaches ``top`` (past the integers
-        ``dtype`` holds exactly: 2⁵³ for float64) on ``graph``; ``way``: a way out besides the
-        exact evaluator (both stages and the compiled module's interpreter raise it)."""
+        """:func:`~matlang.functions.mod_refusal` for ``st``'s function on ``graph``; ``way``:
+        a way out besides the exact evaluator (both stages and the interpreter raise it)."""
         name = self.plan.functions[st.attr("fn")].name
-        bits = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}.get(dtype, 53)
-        return EvaluationError(
-            f"{name}(...) in {st.note or 'the sentence'} reads {top:.4g} on graph {graph}: its "
-            f"Mod would take a float past 2^{bits}, where {dtype} holds no exact remainder; "
-            f"{way}evaluate the sentence exactly (matlang.evaluate)"
-        )
+        what = f"{name}(...) in {st.note or 'the sentence'}"
+        advice = f"{way}evaluate the sentence exactly (matlang.evaluate)"
+        return EvaluationError(mod_refusal(what, top, graph, advice, dtype, bits))
 
 def _triangle_readouts(
     plan: Plan, const: list[bool], exported: set[int]

@@ -13,6 +13,7 @@ GraphBLAS on the CPU).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -190,7 +191,9 @@ class TorchConstantStage(ConstantStage):
             fn = self._torch_functions[fn_index] = numeric(f.formula, f.symbols, "torch")
         size = _size(regs, st, gr)
         args = [as_float(x.to(gr.device)).expand(size) for x in a]
-        self._check_mod_torch(gr, regs, st, args)
+        # float64 here: past 2⁵³ refused (the GraphBLAS stage computes integers exactly)
+        way = "compile with constants='graphblas' (exact on integers) or "
+        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)), way)
         out = fn(*args)
         if not isinstance(out, Tensor):
             out = torch.full((size,), float(out), dtype=torch.float64, device=gr.device)
@@ -206,15 +209,6 @@ class TorchConstantStage(ConstantStage):
                     "to keep inf/nan)"
                 )
         return out
-
-    def _check_mod_torch(
-        self, gr: TorchGraphs, regs: dict[int, Any], st: Step, args: list[Tensor]
-    ) -> None:
-        """A function with ``Mod`` is computed here on float64: refused where a remainder's
-        argument may reach 2⁵³ (no exact remainder there; the GraphBLAS stage computes integer
-        values exactly)."""
-        way = "compile with constants='graphblas' (exact on integers) or "
-        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)), way)
 
     def check_mod(
         self, st: Step, args: list[Tensor], graph: Any, way: str = "", dtype: Any = None
@@ -232,11 +226,12 @@ class TorchConstantStage(ConstantStage):
             return
         tops = [x.detach().abs().max() for x in args]
         top = float(torch.stack(tops).max())
-        if bound(top) < 2.0 / torch.finfo(dtype).eps:  # 2⁵³ for float64, 2²⁴ for float32
+        bits = round(-math.log2(torch.finfo(dtype).eps)) + 1  # 53 for float64, 24 for float32
+        if bound(top) < 2.0**bits:
             return
         x = next(x for x, t in zip(args, tops, strict=True) if float(t) == top)
         at = int(x.detach().abs().argmax()) // (x.shape[1] if x.dim() == 2 else 1)
-        raise self._mod_error(st, top, graph(at), way, str(dtype).removeprefix("torch."))
+        raise self._mod_error(st, top, graph(at), way, str(dtype).removeprefix("torch."), bits)
 
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:

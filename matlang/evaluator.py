@@ -22,7 +22,13 @@ import numpy as np
 
 from matlang import ast, limits
 from matlang.errors import EvaluationError, GraphError
-from matlang.functions import FLOAT_EXACT, exact_degree, mod_argument_bound, numeric
+from matlang.functions import (
+    FLOAT_EXACT,
+    exact_degree,
+    mod_argument_bound,
+    mod_refusal,
+    numeric,
+)
 from matlang.graphs import Graph, as_graphs, is_one_graph, node_features
 
 _SAFE = 2**62
@@ -342,11 +348,10 @@ class DenseEvaluator:
             return
         top = max((float(np.abs(a).max()) for a in args if a.size), default=0.0)
         if bound(top) >= FLOAT_EXACT:
-            raise EvaluationError(
-                f"{name}(...) reads {top:.4g} on graph {self.graph.label()}: its Mod would take "
-                "a float past 2^53, where float64 holds no exact remainder; evaluate with "
-                "integer inputs and exact=True (the default) for the exact remainder"
+            advice = (
+                "evaluate with integer inputs and exact=True (the default) for the exact remainder"
             )
+            raise EvaluationError(mod_refusal(f"{name}(...)", top, self.graph.label(), advice))
 
 
 def _export(x: np.ndarray, shape: ast.Shape) -> Any:

@@ -149,6 +149,17 @@ def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
 FLOAT_EXACT = 2**53
 
 
+def mod_refusal(
+    what: str, top: float, graph: str, advice: str, dtype: str = "float64", bits: int = 53
+) -> str:
+    """The one refusal of a ``Mod`` whose float argument reaches ``top`` past the integers
+    ``dtype`` holds exactly (``2^bits``), for the dense evaluator and the compiled stages."""
+    return (
+        f"{what} reads {top:.4g} on graph {graph}: its Mod would take a float past 2^{bits}, "
+        f"where {dtype} holds no exact remainder; {advice}"
+    )
+
+
 def mod_argument_bound(
     formula: sp.Expr, symbols: Sequence[sp.Symbol]
 ) -> Callable[[float], float] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.records import is_dirty
+from benchmarks.records import is_dirty, seed_ranges
 
 #: Row labels of the models (the paper's spelling).
 MODEL_LABEL: dict[str, str] = {
@@ -328,17 +328,6 @@ def training_note(cfg: dict[str, Any], runs: Sequence[dict[str, Any]]) -> str:
         f"≤ {cfg['epochs_max']} epochs (ran {', '.join(str(x) for x in ran)}), "
         f"batch {cfg.get('batch_size')}, lr {cfg.get('lr')}{plateau}"
     )
-
-
-def seed_ranges(seeds: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
-    runs: list[list[int]] = []  # [first, last] of each run of consecutive seeds
-    for s in sorted(seeds):
-        if runs and runs[-1][1] == s - 1:
-            runs[-1][1] = s
-        else:
-            runs.append([s, s])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def run_note(name: str, d: dict[str, Any]) -> str:
