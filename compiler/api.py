@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from matlang import ast
 from matlang.compiler.lower import lower
 from matlang.compiler.plan import Plan, render
-
-from matlang import ast
 from matlang.errors import CompileError, MatlangError
 from matlang.parser import as_program
 
 if TYPE_CHECKING:  # torch is imported when a module is built, not with `import matlang`
     import torch
-    from matlang.compiler.module import CompiledModule
     from torch import Tensor
+
+    from matlang.compiler.module import CompiledModule
 
 
 def _dtype(dtype: Any) -> torch.dtype:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from matlang.compiler.constants import ConstantStage, Graphs
 from matlang.compiler.plan import EDGE, GRAPH, NODE
 from matlang.runtime.graphblas import Mask, is_iso

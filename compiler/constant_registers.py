@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import Tensor
+
 from matlang.compiler.constant_cache import CachedStage, run_stage
 from matlang.compiler.constants import graphs_of, to_torch
 from matlang.compiler.plan import MASK
 from matlang.compiler.torch_constants import to_module_tensor, torch_graphs_of
 from matlang.runtime.masks import prepared_edges
 from matlang.runtime.operators import Operator
-from torch import Tensor
 
 Registers = tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]
 

@@ -26,9 +26,8 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
-from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.errors import EvaluationError, MatlangError
 from matlang.functions import (
     FLOAT_EXACT,
@@ -38,6 +37,7 @@ from matlang.functions import (
     numeric,
 )
 from matlang.graphs import is_one_graph
+from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
@@ -621,11 +621,11 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
     array (int64 or float64); one value per graph (a list) unless one graph was given.
     """
     import torch
+
     from matlang.compiler.lower import lower
+    from matlang.parser import as_program
     from matlang.runtime.batch import as_batch
     from matlang.runtime.masks import prepared_edges
-
-    from matlang.parser import as_program
 
     program = as_program(expr)
     if len(program.sentences) != 1:

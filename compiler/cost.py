@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sps
 import sympy as sp
+
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan
 
 N, E = sp.symbols("n E", positive=True)

@@ -28,6 +28,9 @@ from fractions import Fraction
 from typing import Any
 
 import sympy as sp
+
+from matlang import ast, limits
+from matlang.algebra import Coeff, is_outer, is_symmetric, product_factors, transposed
 from matlang.compiler import support as sup
 from matlang.compiler.plan import (
     FunctionSpec,
@@ -43,9 +46,6 @@ from matlang.compiler.support import (
     SupportInference,
     function_facts,
 )
-
-from matlang import ast, limits
-from matlang.algebra import Coeff, is_outer, is_symmetric, product_factors, transposed
 from matlang.errors import CompileError, SourceError
 
 

@@ -20,11 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
 from matlang.compiler.constants import ConstantStage
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
+from matlang.errors import EvaluationError, GraphError, MatlangError
+from matlang.functions import numeric
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.inputs import channels_of, pyg_call
@@ -37,10 +41,6 @@ from matlang.runtime.masks import (
 )
 from matlang.runtime.operators import Operator
 from matlang.runtime.preprocess import PreprocessCache
-from torch import Tensor, nn
-
-from matlang.errors import EvaluationError, GraphError, MatlangError
-from matlang.functions import numeric
 
 #: The values of the ``constants`` option (see :class:`CompiledModule`).
 CONSTANT_STAGES = ("auto", "graphblas", "torch", "none")

@@ -19,8 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import Tensor
+
 from matlang.compiler.constants import ConstantStage
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Step
+from matlang.errors import EvaluationError, MatlangError
+from matlang.functions import numeric
 from matlang.runtime.torch_kernels import (
     TorchKernels,
     TorchMask,
@@ -31,10 +35,6 @@ from matlang.runtime.torch_kernels import (
     maxabs,
     refuse_exact,
 )
-from torch import Tensor
-
-from matlang.errors import EvaluationError, MatlangError
-from matlang.functions import numeric
 
 
 @dataclass

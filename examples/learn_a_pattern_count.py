@@ -18,15 +18,15 @@ import argparse
 
 import numpy as np
 import torch
-from matlang.compiler.layers.model import SentenceGNN
-from matlang.runtime.batch import Batch
-from matlang.runtime.generators import erdos_renyi
 
 import matlang
 from matlang import ast
+from matlang.compiler.layers.model import SentenceGNN
 from matlang.graphs import Graph
 from matlang.parser import parse
 from matlang.printer import to_text
+from matlang.runtime.batch import Batch
+from matlang.runtime.generators import erdos_renyi
 
 
 def masked_supports(rooted_sentence: str, graphs: list) -> list[str]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 
 import torch
-from matlang.runtime.datasets import load_tu
-from matlang.runtime.pyg import pyg_dataset
 from torch_geometric.loader import DataLoader
 from torch_geometric.nn import GIN, global_add_pool
 
+from matlang.runtime.datasets import load_tu
+from matlang.runtime.pyg import pyg_dataset
 from matlang.transforms import SentenceFeatures
 
 

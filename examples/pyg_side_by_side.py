@@ -28,10 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
 from matlang.compiler.layers.conv import SentenceConv
 from matlang.runtime.datasets import load_tu
 from matlang.runtime.pyg import graph_to_data
-from torch import Tensor, nn
 
 
 class Net(nn.Module):

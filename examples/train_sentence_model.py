@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 import torch
+
 from matlang.compiler.layers.model import SentenceGNN
 from matlang.runtime.batch import Batch
 from matlang.runtime.datasets import load_tu

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.sparse import is_coalesced
 
 from matlang.errors import GraphError
 from matlang.graphs import (
@@ -26,6 +25,7 @@ from matlang.graphs import (
     node_features,
     pyg_layout,
 )
+from matlang.runtime.sparse import is_coalesced
 
 _MEMO_ATTRIBUTE = "_matlang_batch_memo"
 

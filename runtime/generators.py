@@ -20,10 +20,10 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from matlang.runtime.datasets import CountingData
 
 from matlang.errors import GraphError
 from matlang.graphs import Graph, as_graph
+from matlang.runtime.datasets import CountingData
 
 Seed = int | np.random.Generator | None
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from matlang.errors import GraphError
 from matlang.graphs import _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x, is_integer_array
+from matlang.runtime.batch import Batch
 
 
 def as_index_tensor(v: Any, name: str, device: torch.device | None = None) -> Tensor:

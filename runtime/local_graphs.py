@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
-from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from matlang.graphs import Graph, as_graph
+from matlang.runtime.batch import Batch
 
 
 @dataclass(frozen=True, eq=False)

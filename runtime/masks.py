@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from matlang.errors import GraphError
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 
 
 def keys(index: Tensor, n: int) -> Tensor:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from matlang.runtime.sparse import csr_matrix
 from torch import Tensor
+
+from matlang.runtime.sparse import csr_matrix
 
 
 class Operator:

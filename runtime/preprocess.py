@@ -41,6 +41,10 @@ from typing import Any, Literal, NamedTuple, TypeVar
 import numpy as np
 import scipy.sparse as sp
 import torch
+from torch import Tensor
+
+from matlang.errors import GraphError, MatlangError
+from matlang.graphs import Graph
 from matlang.runtime import spectral
 from matlang.runtime.batch import Batch
 from matlang.runtime.local_graphs import (  # noqa: F401 - re-exported
@@ -52,10 +56,6 @@ from matlang.runtime.local_graphs import (  # noqa: F401 - re-exported
     graph_fingerprints,
     split_batch,
 )
-from torch import Tensor
-
-from matlang.errors import GraphError, MatlangError
-from matlang.graphs import Graph
 
 #: The matrix whose spectrum is taken: ``I - D^{-1/2} A D^{-1/2}`` (isolated nodes: 1 on the
 #: diagonal), ``D - A``, or ``A``.

@@ -37,10 +37,10 @@ from types import ModuleType
 from typing import Any
 
 import torch
-from matlang.runtime.last_built import LastBuilt
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
+from matlang.runtime.last_built import LastBuilt
 
 #: Every backend this module knows, in order of preference.
 BACKENDS: tuple[str, ...] = ("torch_sparse", "torch")

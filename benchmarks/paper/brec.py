@@ -281,6 +281,7 @@ def relabel_supports(sup: Any, perm: np.ndarray) -> Any:
     matrix functions of the graph, so this is what recomputing them on the relabelled graph
     gives, without the eigendecomposition (equal up to rounding; tests check it)."""
     import torch
+
     from matlang.runtime.preprocess import Supports
 
     n = len(perm)
@@ -302,11 +303,10 @@ class SharedInputs:
     Models without per-graph preprocessing get no inputs."""
 
     def __init__(self, model: Any, bases: Sequence[np.ndarray]) -> None:
+        from matlang.graphs import Graph
         from matlang.runtime.models.chebnet import ChebNet
         from matlang.runtime.models.gnnml3 import GNNML3
         from matlang.runtime.preprocess import gnnml3_supports, lambda_max
-
-        from matlang.graphs import Graph
 
         self.kind: str | None = None
         self.values: list[Any] = []
@@ -322,6 +322,7 @@ class SharedInputs:
     def batch_inputs(self, members: Sequence[tuple[int, np.ndarray]]) -> dict[str, Any]:
         """The inputs of a batch whose graphs are ``(base, perm)`` relabellings, in order."""
         import torch
+
         from matlang.runtime.preprocess import Supports
 
         if self.kind == "lambda_max":
@@ -359,11 +360,11 @@ def rpc_pair(
     than recomputed on each of the 128; False recomputes (the reference the tests compare to).
     """
     import torch
-    from matlang.runtime.batch import Batch
-    from matlang.runtime.models import build_model
 
     from benchmarks.paper.train import adam
     from matlang.graphs import Graph
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.models import build_model
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -639,11 +640,11 @@ def bench(args: argparse.Namespace) -> int:
     """``matlang bench brec``: one row of the BREC table, its result file and summary."""
     import sys
 
-    from matlang.runtime import datasets
-    from matlang.runtime.wl import normalize_test
     from tqdm import tqdm
 
     from benchmarks.records import ResultFile
+    from matlang.runtime import datasets
+    from matlang.runtime.wl import normalize_test
 
     model = args.model
     pairs = parse_pairs(args.pairs)
@@ -739,6 +740,7 @@ def bench(args: argparse.Namespace) -> int:
 
 def _setup_model(args: argparse.Namespace, model: str, config: str = "iso") -> None:
     import torch
+
     from matlang.runtime.models import model_names, resolve_config
 
     if model not in model_names():

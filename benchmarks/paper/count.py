@@ -15,8 +15,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.datasets import CountingData
-from matlang.runtime.preprocess import PreprocessCache
 from torch import nn
 from tqdm import tqdm
 
@@ -49,6 +47,8 @@ from benchmarks.paper.train import (
 )
 from benchmarks.records import task_file_name
 from matlang.errors import DataError, MatlangError
+from matlang.runtime.datasets import CountingData
+from matlang.runtime.preprocess import PreprocessCache
 
 #: Counting targets as sentences (the authors' ``GraphCountDataset`` formulas, paper App. B).
 COUNT_SENTENCES: dict[str, str] = {
@@ -517,11 +517,10 @@ def _in_group(group: Group, **kwargs: Any) -> Any:
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench count``: train every seed, save each as it finishes, print the summary."""
-    from matlang.runtime import datasets
-    from matlang.runtime.generators import paperlike_random
-
     from benchmarks.paper.common import runs_record, start, train_config, train_record, variant
     from benchmarks.records import ResultFile, result_name
+    from matlang.runtime import datasets
+    from matlang.runtime.generators import paperlike_random
 
     protocol = PROTOCOLS[args.protocol]
     least_squares = args.model.lower() in LEAST_SQUARES

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.preprocess import PreprocessCache
 
 from benchmarks.paper.common import check_limit
 from benchmarks.paper.distributed import (
@@ -34,6 +33,7 @@ from benchmarks.paper.train import (
     run_seeds,
 )
 from matlang.graphs import Graph
+from matlang.runtime.preprocess import PreprocessCache
 
 
 @dataclass
@@ -108,10 +108,9 @@ def _in_group(group: Group, **kwargs: Any) -> Any:
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench exp-classify``: train every seed, save each as it finishes."""
-    from matlang.runtime import datasets
-
     from benchmarks.paper.common import runs_record, start, train_config, train_record, variant
     from benchmarks.records import ResultFile, result_name
+    from matlang.runtime import datasets
 
     follow_torchrun(args)  # under torchrun: process 0 saves and prints
     seeds = start(args)

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor
 
 from benchmarks.paper.models import make_model
@@ -27,6 +26,7 @@ from benchmarks.paper.train import (
     squared_error,
 )
 from matlang.errors import MatlangError
+from matlang.runtime.preprocess import PreprocessCache
 
 #: Task name → column of the grid's targets (data README: 0 band, 1 low, 2 high).
 FILTER_TASKS: dict[str, int] = {"band": 0, "low": 1, "high": 2}
@@ -148,11 +148,10 @@ def filter_test(
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench filter``: train every seed, save each as it finishes."""
-    from matlang.runtime import datasets
-
     from benchmarks.paper.common import runs_record, start, train_config, train_record
     from benchmarks.paper.distributed import check_device, device_label
     from benchmarks.records import ResultFile, result_name
+    from matlang.runtime import datasets
 
     arch = authors_arch(args.model) if getattr(args, "arch", "ours") == "authors" else {}
     seeds = start(args)

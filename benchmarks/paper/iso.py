@@ -15,8 +15,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.preprocess import PreprocessCache
 from torch import nn
 from tqdm import tqdm
 
@@ -24,6 +22,8 @@ from benchmarks.paper.models import EVAL_BATCH, degree_features, describe_model,
 from benchmarks.paper.train import seed_everything
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
+from matlang.runtime.preprocess import PreprocessCache
 
 #: ``config.dtype`` of a result file, per ``--dtype`` (the float64 text is the one files had
 #: before the option existed, so they still take ``--append``).
@@ -292,11 +292,10 @@ def bank_iso(
 
 def bench(args: argparse.Namespace) -> int:
     """``matlang bench iso``: the test on a dataset, its result file and summary."""
-    from matlang.runtime import datasets
-
     from benchmarks.paper.common import start, variant
     from benchmarks.paper.count import parse_option
     from benchmarks.records import ResultFile, result_name
+    from matlang.runtime import datasets
 
     if BANK_MODEL.match(args.model):
         return _bench_bank(args)
@@ -377,10 +376,9 @@ def bench(args: argparse.Namespace) -> int:
 def _bench_bank(args: argparse.Namespace) -> int:
     """``matlang bench iso --model bank-...``: a bank's exact values in place of a model's
     outputs (no seeds, no tolerance: a pair is undistinguished when every value is equal)."""
-    from matlang.runtime import datasets
-
     from benchmarks.paper.common import variant
     from benchmarks.records import ResultFile, result_name
+    from matlang.runtime import datasets
 
     m = BANK_MODEL.match(args.model)
     assert m is not None

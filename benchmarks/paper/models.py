@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor, nn
 
 from benchmarks.paper.model_variants import MODEL_VARIANTS
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.preprocess import PreprocessCache
 
 COMPILED = ("compiled", "compiled-random")
 #: Models assembled from sentence layers (:class:`compiler.layers.model.SentenceGNN`).

@@ -26,9 +26,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.models.base import input_features
-from matlang.runtime.models.gnnml3 import GNNML3, support_features
 from torch import Tensor, nn
 
 from benchmarks.paper.stacked_base import (
@@ -50,6 +47,9 @@ from benchmarks.paper.train import (
     seed_everything,
 )
 from matlang.errors import MatlangError
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import input_features
+from matlang.runtime.models.gnnml3 import GNNML3, support_features
 
 
 def check_stackable(model: nn.Module) -> GNNML3:

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from matlang.runtime.models.base import GraphModel
 from torch import Tensor, nn
 
 from benchmarks.paper.train import GraphSet
 from matlang.errors import MatlangError
+from matlang.runtime.models.base import GraphModel
 
 #: Largest graph the dense stacked path takes (its memory is ``K·B·n²·S`` per step).
 MAX_NODES = 64

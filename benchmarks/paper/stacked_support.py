@@ -22,12 +22,6 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from matlang.runtime.batch import Batch
-from matlang.runtime.models.base import GraphModel, input_features
-from matlang.runtime.models.chebnet import ChebNet, scaled_laplacian
-from matlang.runtime.models.gat import GAT, GATConv
-from matlang.runtime.models.gcn import GCN, gcn_norm
-from matlang.runtime.models.mlp import MLP
 from torch import Tensor, nn
 
 from benchmarks.paper.stacked_base import (
@@ -39,6 +33,12 @@ from benchmarks.paper.stacked_base import (
 )
 from benchmarks.paper.train import GraphSet
 from matlang.errors import MatlangError
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import GraphModel, input_features
+from matlang.runtime.models.chebnet import ChebNet, scaled_laplacian
+from matlang.runtime.models.gat import GAT, GATConv
+from matlang.runtime.models.gcn import GCN, gcn_norm
+from matlang.runtime.models.mlp import MLP
 
 #: The model classes this module stacks (exactly these: a subclass may compute otherwise).
 STACKABLE: tuple[type[GraphModel], ...] = (MLP, GCN, ChebNet, GAT)

@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor
 
 from benchmarks.paper.table4_protocols import (
@@ -56,6 +55,7 @@ from benchmarks.paper.table4_protocols import (
 from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, median_metric, run_seeds
 from matlang.errors import DataError, MatlangError
 from matlang.graphs import Graph
+from matlang.runtime.preprocess import PreprocessCache
 
 # --------------------------------------------------------------------------- data
 

@@ -26,13 +26,13 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
 from torch import Tensor, nn
 from tqdm import tqdm
 
 from benchmarks.paper.distributed import Group, all_sum
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
 
 Level = Literal["graph", "node"]
 #: ``loss(prediction, target)`` summed over its rows (the rows a node mask keeps).

@@ -35,8 +35,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.datasets import TUData
 from torch import Tensor, nn
 
 from benchmarks.paper.common import weight_decay
@@ -61,6 +59,8 @@ from benchmarks.paper.tu_protocols import (
 from benchmarks.records import APPEND, Parts, check_same_settings
 from matlang.errors import MatlangError
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import TUData
 
 #: Models built from sentences, beside the reference models.
 SENTENCE_MODELS = ("sentence", "gin+features")
@@ -117,9 +117,8 @@ class TUSettings:
 def model_choices() -> list[str]:
     """The reference models, their named variants (``gnnml3-adjacency``: the classification
     protocol's configuration with the variant's fields) and the sentence models."""
-    from matlang.runtime.models import model_names
-
     from benchmarks.paper.model_variants import MODEL_VARIANTS
+    from matlang.runtime.models import model_names
 
     return [*model_names(), *MODEL_VARIANTS, *SENTENCE_MODELS]
 

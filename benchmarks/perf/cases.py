@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
 
 from benchmarks.perf.timing import (
     MIB,
@@ -48,6 +47,7 @@ from benchmarks.perf.timing import (
 )
 from benchmarks.perf.workloads import Workload
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
 
 KINDS = ("compiled", "handwritten", "dense", "train")
 
@@ -99,9 +99,8 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def _compiled(c: dict[str, Any], batch: Batch, graphs: list[Graph] | None) -> Prepared:
-    from matlang.runtime import sparse
-
     import matlang
+    from matlang.runtime import sparse
 
     model = matlang.compile(
         c["sentence"],

@@ -115,9 +115,8 @@ def _unfused(sentence: str) -> Any:
     as before it): the before/after ratio in one process."""
     from unittest import mock
 
-    from matlang.compiler import constants
-
     import matlang
+    from matlang.compiler import constants
 
     with mock.patch.object(constants, "_triangle_readouts", lambda *a: {}):
         return matlang.compile(sentence, cache=False)

@@ -23,11 +23,11 @@ import torch  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
-    from matlang.runtime.datasets import load_tu
-    from matlang.runtime.pyg import graph_to_data
     from torch_geometric.loader import DataLoader
 
     from matlang.nn import SentenceGNN
+    from matlang.runtime.datasets import load_tu
+    from matlang.runtime.pyg import graph_to_data
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=3)

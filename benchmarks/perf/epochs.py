@@ -24,11 +24,10 @@ import torch
 
 
 def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
+    from benchmarks.paper.models import counting_features, make_model
     from matlang.compiler.layers.stage import _STAGES
     from matlang.runtime import datasets
     from matlang.runtime.batch import Batch
-
-    from benchmarks.paper.models import counting_features, make_model
 
     data = datasets.load_randomgraph()
     feats = counting_features(data.graphs)

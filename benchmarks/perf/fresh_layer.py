@@ -39,9 +39,9 @@ def _batch(graphs: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
 def main() -> None:
     from unittest import mock
 
-    from matlang.compiler.layers import stage as st
     from torch_geometric.nn import GINConv
 
+    from matlang.compiler.layers import stage as st
     from matlang.nn import SentenceConv
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from matlang.runtime.batch import Batch
 from torch import Tensor
+
+from matlang.runtime.batch import Batch
 
 
 def _adjacency(batch: Batch, weighted: bool) -> object:

@@ -89,13 +89,13 @@ def _layer(old: Any, rounds: int) -> dict[str, list[float]]:
 
 
 def _epoch(old: Any, rounds: int) -> dict[str, list[float]]:
+    from torch_geometric.loader import DataLoader
+
+    from benchmarks.perf.sgnn_epoch import _GIN
     from matlang.compiler.layers import model as model_module
     from matlang.runtime.datasets import load_tu
     from matlang.runtime.graphblas import _gb
     from matlang.runtime.pyg import pyg_dataset
-    from torch_geometric.loader import DataLoader
-
-    from benchmarks.perf.sgnn_epoch import _GIN
 
     _gb()
     ds = pyg_dataset(load_tu("enzymes"))

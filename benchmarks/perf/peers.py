@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
 from torch import Tensor
 
 from benchmarks.perf import cases
 from benchmarks.perf.cases import Prepared
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
 
 #: The graph-constant sentences of issue 13.
 CONSTANT_SENTENCES = ("A ⊙ A²", "tr(A³)", "(A ⊙ A²)² 𝟏")

@@ -30,12 +30,12 @@ SENTENCES = {"(A ⊙ A²)² 𝟏": "l3", "(A ⊙ A²) 𝟏": "rowsum"}
 
 
 def run(n: int, repeats: int) -> list[dict[str, Any]]:
-    from matlang.runtime import graphblas
     from torch_geometric.data import Data
 
     import matlang
     from benchmarks.perf.cold_constants import _gb, gb_peer, interleaved
     from benchmarks.perf.workloads import sparse_erdos_renyi
+    from matlang.runtime import graphblas
 
     _gb()
     ei = sparse_erdos_renyi(n, 10.0, seed=0)

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.models.ppgn import size_buckets
 from tqdm import tqdm
 
 from benchmarks.records import provenance, write_json
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.ppgn import size_buckets
 
 #: PROTEINS is left out: with graphs of up to 620 nodes, one batch padded to its largest takes
 #: minutes (its cost model alone: ``cost``).
@@ -43,9 +43,8 @@ def cost(sizes: list[int], padded: str, dataset_max: int) -> float:
 
 
 def measure(dataset: str, batches: int, repeats: int, seed: int) -> dict[str, Any]:
-    from matlang.runtime.datasets import load_tu
-
     from benchmarks.paper.tu import build
+    from matlang.runtime.datasets import load_tu
 
     tu = load_tu(dataset)
     graphs = tu.graphs

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime import preprocess as pp
 from tqdm import tqdm
 
 from benchmarks.perf.timing import (
@@ -35,6 +34,7 @@ from benchmarks.perf.timing import (
     time_interleaved,
 )
 from benchmarks.perf.workloads import sparse_erdos_renyi
+from matlang.runtime import preprocess as pp
 
 OUT = Path(__file__).resolve().parents[1]
 

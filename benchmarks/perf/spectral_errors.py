@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matlang.runtime import datasets
-from matlang.runtime.preprocess import SupportConfig, gnnml3_supports
 from tqdm import tqdm
 
 from benchmarks.perf.timing import load_average, set_threads
+from matlang.runtime import datasets
+from matlang.runtime.preprocess import SupportConfig, gnnml3_supports
 
 OUT = Path(__file__).resolve().parents[1]
 TARGET = 1e-6

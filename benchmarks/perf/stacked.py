@@ -31,13 +31,12 @@ def measure(
     """Seconds per seed-step of ``model``, one at a time and stacked (min over ``repeats``)."""
     import os
 
-    from matlang.runtime import datasets
-    from matlang.runtime.preprocess import PreprocessCache
-
     from benchmarks.paper.count import count_targets
     from benchmarks.paper.models import counting_features, make_model
     from benchmarks.paper.stacked import stack_models
     from benchmarks.paper.train import GraphSet, adam, seed_everything, squared_error
+    from matlang.runtime import datasets
+    from matlang.runtime.preprocess import PreprocessCache
 
     data = datasets.load_randomgraph()
     targets = count_targets(data, "triangle")

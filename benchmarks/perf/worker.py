@@ -45,10 +45,10 @@ def main() -> int:
     spec: dict[str, Any] = json.loads(sys.stdin.read())
     # import everything the case needs before the cap is set, so the cap bounds the case only
     import torch  # noqa: F401
-    from matlang.runtime import sparse
 
     import benchmarks.perf.peers  # noqa: F401 - registers the peers' contestant kinds
     from benchmarks.perf.cases import run_case
+    from matlang.runtime import sparse
 
     sparse.available_backends()  # imports torch_sparse when it is installed
     capped = False

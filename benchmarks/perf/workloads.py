@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.runtime.batch import Batch
 
 from matlang.graphs import Graph
+from matlang.runtime.batch import Batch
 
 SAMPLERS = ("generators", "sparse")
 

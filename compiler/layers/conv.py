@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
+from matlang import ast
 from matlang.compiler.layers.explain import (
     MessagePassingBase,
     explain_weight,
@@ -25,11 +28,8 @@ from matlang.compiler.layers.stage import (
     stage_key,
     support_products,
 )
-from matlang.runtime.inputs import adjacency_edges, layer_inputs
-from torch import Tensor, nn
-
-from matlang import ast
 from matlang.errors import GraphError, MatlangError
+from matlang.runtime.inputs import adjacency_edges, layer_inputs
 
 #: dtypes computed in float32 and returned in their own dtype (torch has no half-precision
 #: sparse CSR product on the CPU; float32 accumulation everywhere keeps results comparable)

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
 from matlang.compiler.layers.conv import SentenceConv
 from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.readout import SentenceReadout
-from torch import Tensor, nn
-
 from matlang.errors import MatlangError
 
 #: Default supports: the node itself, its neighbours, and two L3 operators on the edges —

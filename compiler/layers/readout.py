@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
+from matlang import ast
 from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
@@ -16,11 +19,8 @@ from matlang.compiler.layers.stage import (
     stage,
     stage_key,
 )
-from matlang.runtime.inputs import layer_inputs
-from torch import Tensor, nn
-
-from matlang import ast
 from matlang.errors import GraphError, MatlangError
+from matlang.runtime.inputs import layer_inputs
 
 
 class SentenceReadout(nn.Module):

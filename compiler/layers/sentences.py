@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from matlang import ast
+from matlang.analysis import classify
 from matlang.compiler.cost import symbolic
 from matlang.compiler.lower import lower
 from matlang.compiler.plan import EDGE, MASK, NODE, Plan
-
-from matlang import ast
-from matlang.analysis import classify
 from matlang.errors import CompileError, MatlangError
 from matlang.parser import as_program, parse_program
 

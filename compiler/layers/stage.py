@@ -34,13 +34,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+from torch import Tensor
+
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
+from matlang.errors import GraphError, MatlangError
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.preprocess import PreprocessCache
 from matlang.runtime.sparse import csr_matrix
-from torch import Tensor
-
-from matlang.errors import GraphError, MatlangError
 
 
 def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:

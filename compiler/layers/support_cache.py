@@ -34,9 +34,10 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from torch import Tensor
+
 from matlang.runtime.batch import Batch
 from matlang.runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
-from torch import Tensor
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"

@@ -11,17 +11,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
-from matlang.compiler.layers.stage import make_batch
-from matlang.runtime.batch import Batch
-from matlang.runtime.inputs import adjacency_edges, as_index_tensor, check_ptr
-from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 from torch import Tensor
 
 from matlang import ast
+from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
+from matlang.compiler.layers.stage import make_batch
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph, _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x
+from matlang.runtime.batch import Batch
+from matlang.runtime.inputs import adjacency_edges, as_index_tensor, check_ptr
+from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 
 #: The transform's name in cache keys.
 TRANSFORM = "SentenceFeatures"

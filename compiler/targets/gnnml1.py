@@ -47,6 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 import torch
+from torch import Tensor
+
+from matlang import ast
 from matlang.compiler.targets.program import (
     ONE,
     LayerProgram,
@@ -72,17 +75,15 @@ from matlang.compiler.targets.program import (
     vec_add,
     vec_scale,
 )
-from matlang.runtime.batch import as_batch
-from matlang.runtime.models.gnnml1 import GNNML1Conv
-from torch import Tensor
-
-from matlang import ast
 from matlang.errors import CompileError
 from matlang.functions import polynomial_degree
+from matlang.runtime.batch import as_batch
+from matlang.runtime.models.gnnml1 import GNNML1Conv
 
 if TYPE_CHECKING:
-    from matlang.compiler.targets.program import TargetOptions
     from typing_extensions import Unpack
+
+    from matlang.compiler.targets.program import TargetOptions
 
 # --------------------------------------------------------------------------- lowering
 

@@ -43,6 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 import torch
+from torch import Tensor
+
+from matlang import algebra, ast
 from matlang.compiler import api
 from matlang.compiler.module import CompiledModule
 from matlang.compiler.support import FullMaskError, mask_for, order
@@ -66,18 +69,16 @@ from matlang.compiler.targets.program import (
     schedule,
     vec_add,
 )
+from matlang.errors import CompileError
 from matlang.runtime import masks
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.models.gnnml3 import GNNML3Conv, SupportOperator
 from matlang.runtime.preprocess import Supports
-from torch import Tensor
-
-from matlang import algebra, ast
-from matlang.errors import CompileError
 
 if TYPE_CHECKING:
-    from matlang.compiler.targets.program import TargetOptions
     from typing_extensions import Unpack
+
+    from matlang.compiler.targets.program import TargetOptions
 
 IDENTITY = "I"  # the all-pass support C^{(0)}: it carries channels from layer to layer
 #: A zero channel standing in for an empty convolution part (zero-width propagation is not

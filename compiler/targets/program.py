@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar
 
 import sympy as sp
 import torch
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
 from torch import Tensor, nn
 
 from matlang import ast
 from matlang.errors import EvaluationError
 from matlang.functions import numeric
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 
 if TYPE_CHECKING:
     from typing_extensions import Self

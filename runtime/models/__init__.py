@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from matlang.errors import MatlangError
 from matlang.runtime.models.base import GraphModel, ModelConfig, Task
 from matlang.runtime.models.chebnet import ChebNet, ChebNetConfig
 from matlang.runtime.models.gat import GAT, GATConfig
@@ -28,8 +29,6 @@ from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Config
 from matlang.runtime.models.mlp import MLP
 from matlang.runtime.models.ppgn import PPGN, PPGNConfig
 from matlang.runtime.preprocess import PreprocessCache, SupportConfig
-
-from matlang.errors import MatlangError
 
 #: The named configuration used when none is given (unless a model names its own default,
 #: :attr:`ModelSpec.default`).

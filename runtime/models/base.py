@@ -16,12 +16,12 @@ from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.preprocess import PreprocessCache
 from torch import Tensor, nn
 
 from matlang.errors import GraphError, MatlangError
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.preprocess import PreprocessCache
 
 Task = Literal["graph", "node"]
 TASKS: tuple[str, ...] = ("graph", "node")

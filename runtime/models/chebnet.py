@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+
+from matlang.errors import GraphError, MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 from matlang.runtime.preprocess import Basis, batch_lambda_max
-from torch import Tensor, nn
-
-from matlang.errors import GraphError, MatlangError
 
 LAPLACIANS: tuple[str, ...] = ("normalized_laplacian", "laplacian")
 

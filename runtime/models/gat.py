@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
-from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 from torch import Tensor, nn
 
 from matlang.errors import MatlangError
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
+from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 
 
 class GATConv(nn.Module):

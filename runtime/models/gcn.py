@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import torch
+from torch import Tensor, nn
+
 from matlang.runtime import sparse
 from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
-from torch import Tensor, nn
 
 _NORM = LastBuilt()
 

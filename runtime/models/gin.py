@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor, nn
+
 from matlang.runtime import sparse
 from matlang.runtime.models.base import GraphModel, ModelConfig
-from torch import Tensor, nn
 
 
 class GINConv(nn.Module):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import torch
+from torch import Tensor, nn
+
+from matlang.errors import MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.models.base import (
     Activation,
@@ -11,9 +14,6 @@ from matlang.runtime.models.base import (
     glorot,
     resolve_activation,
 )
-from torch import Tensor, nn
-
-from matlang.errors import MatlangError
 
 
 class GNNML1Conv(nn.Module):

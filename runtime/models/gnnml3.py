@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
+
+from matlang.errors import GraphError, MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.models.base import (
@@ -16,10 +20,6 @@ from matlang.runtime.models.base import (
     resolve_activation,
 )
 from matlang.runtime.preprocess import SupportConfig, Supports, batch_supports
-from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
-
-from matlang.errors import GraphError, MatlangError
 
 
 class SupportOperator:

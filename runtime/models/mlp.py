@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch import Tensor, nn
+
 from matlang.runtime.batch import Batch
 from matlang.runtime.models.base import GraphModel, ModelConfig
-from torch import Tensor, nn
 
 
 class MLP(GraphModel):

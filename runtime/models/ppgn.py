@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.models.base import GraphModel, ModelConfig, input_features, resolve_activation
 from torch import Tensor, nn
 
 from matlang.errors import MatlangError
+from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.models.base import GraphModel, ModelConfig, input_features, resolve_activation
 
 #: :func:`size_buckets`: a bucket may cost up to this factor of its graphs' own Σ n³ ...
 BUCKET_WASTE = 1.5

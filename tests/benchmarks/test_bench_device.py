@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from matlang.runtime.datasets import data_available
 
 from benchmarks.paper import train
 from matlang.cli import main
+from matlang.runtime.datasets import data_available
 
 needs_grid = pytest.mark.skipif(not data_available("twodgrid30"), reason="no shared data folder")
 

@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
 
 from benchmarks.perf.cases import agree, summarize
 from benchmarks.perf.handwritten import HANDWRITTEN, custom_l1, masked_l3, trace_a3
@@ -22,6 +20,8 @@ from benchmarks.perf.timing import measure_peak, rss_bytes, time_interleaved
 from benchmarks.perf.workloads import Workload, sparse_erdos_renyi
 from matlang.evaluator import evaluate, to_float
 from matlang.graphs import named
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 
 GRAPHS = ["K4", "petersen", "cycle5", "decalin", "star4"]
 #: The hand-written implementations and the torch_sparse backend need the sparse extra; on the

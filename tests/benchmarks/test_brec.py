@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from matlang.runtime import datasets
 
 from benchmarks.paper import brec
 from matlang.cli import main
 from matlang.errors import DataError, MatlangError
 from matlang.evaluator import evaluate_graph
 from matlang.parser import parse
+from matlang.runtime import datasets
 
 needs_brec = pytest.mark.skipif(
     not datasets.data_available("brec"), reason="BREC data not found (set MATLANG_DATA)"
@@ -179,9 +179,8 @@ def test_relabelled_supports_equal_recomputed(data: datasets.BrecData, pair: int
     """GNNML3's supports of a graph carried to a relabelling are those computed on the
     relabelled graph (same entries in the same order, values to rounding); ChebNet's λmax the
     same number."""
-    from matlang.runtime.preprocess import SupportConfig, gnnml3_supports, lambda_max
-
     from matlang.graphs import Graph
+    from matlang.runtime.preprocess import SupportConfig, gnnml3_supports, lambda_max
 
     a = data.graphs[data.pairs[pair][0]].adjacency.astype(np.int64)
     cfg = SupportConfig()
@@ -285,10 +284,9 @@ def test_pair_ranges_round_trip() -> None:
 def test_banks_as_iso_models_match_the_wl_tests() -> None:
     """A bank as a model in Table 1's test: the pairs it leaves undistinguished are those of
     its WL test on the paper's pairs (L1 = 1-WL at size 10 here, refinement sentences = 3-WL)."""
-    from matlang.runtime.wl import classes, count_equivalent_pairs
-
     from benchmarks.paper.iso import bank_iso
     from matlang.graphs import from_adjacency, named
+    from matlang.runtime.wl import classes, count_equivalent_pairs
 
     c6 = np.roll(np.eye(6, dtype=np.int64), 1, 1) + np.roll(np.eye(6, dtype=np.int64), -1, 1)
     two_c3 = np.kron(np.eye(2, dtype=np.int64), 1 - np.eye(3, dtype=np.int64))

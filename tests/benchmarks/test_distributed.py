@@ -7,11 +7,11 @@ from __future__ import annotations
 import functools
 
 import pytest
-from matlang.runtime.datasets import data_available
 
 from benchmarks.paper.count import _in_group, count_test
 from benchmarks.paper.distributed import launch
 from benchmarks.paper.train import TrainConfig
+from matlang.runtime.datasets import data_available
 
 
 @pytest.mark.slow  # spawns 2 Python processes (~15 s alone, ~45 s on a loaded machine)

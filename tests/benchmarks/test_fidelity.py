@@ -558,9 +558,8 @@ def test_filter_supports_are_the_authors_recfield_5() -> None:
     """Table 3's GNNML3 supports equal the authors' ``SpectralDesign(recfield=5, dv=10,
     nfreq=10)`` on the 30 × 30 grid entry for entry: ``recfield=5`` squares ``A + I`` four
     times, a 16-hop mask, not 5 hops (which cut 8-15 % of each band kernel's norm)."""
-    from matlang.runtime.preprocess import gnnml3_supports, receptive_field_pattern
-
     from benchmarks.perf.spectral import grid_edges
+    from matlang.runtime.preprocess import gnnml3_supports, receptive_field_pattern
 
     a = np.zeros((900, 900))
     a[tuple(grid_edges(30, 30).numpy())] = 1

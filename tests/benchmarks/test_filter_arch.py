@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.datasets import data_available
 
 from benchmarks.paper.filter import AUTHORS_ARCH, authors_arch, filter_test
 from benchmarks.paper.models import make_model
 from benchmarks.paper.train import TrainConfig
 from matlang.cli import main
 from matlang.errors import MatlangError
+from matlang.runtime.datasets import data_available
 from tests.benchmarks.test_paper import _grid
 
 

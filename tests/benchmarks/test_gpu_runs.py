@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from matlang.runtime.datasets import data_available
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import statistics
 from pathlib import Path
 
 import pytest
-from matlang.runtime import datasets
 
 from matlang.cli import main
+from matlang.runtime import datasets
 
 needs_mutag = pytest.mark.skipif(not datasets.data_available("mutag"), reason="no shared data")
 needs_brec = pytest.mark.skipif(not datasets.data_available("brec"), reason="no BREC data")

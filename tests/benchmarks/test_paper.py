@@ -11,9 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from matlang.runtime import datasets
-from matlang.runtime.datasets import CountingData, GridData
-from matlang.runtime.generators import erdos_renyi, one_wl_equivalent_pairs
 
 from benchmarks.paper.count import COUNT_SENTENCES, PROTOCOLS, count_targets, count_test
 from benchmarks.paper.exp_classify import exp_classify
@@ -25,6 +22,9 @@ from benchmarks.paper.train import GraphSet, TrainConfig, fit, mean_loss, square
 from matlang.cli import main
 from matlang.errors import MatlangError
 from matlang.graphs import Graph, from_adjacency, named
+from matlang.runtime import datasets
+from matlang.runtime.datasets import CountingData, GridData
+from matlang.runtime.generators import erdos_renyi, one_wl_equivalent_pairs
 from tests.fixtures import counting_data
 
 needs_data = pytest.mark.skipif(

@@ -8,11 +8,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-from matlang.runtime.datasets import data_available
 
 from benchmarks.paper import plan
 from matlang.cli import main
 from matlang.errors import MatlangError
+from matlang.runtime.datasets import data_available
 
 
 def _write(folder: Path, name: str, record: dict) -> None:  # type: ignore[type-arg]

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
-from matlang.runtime import preprocess as pp
 
 from benchmarks.perf import spectral as bench
+from matlang.runtime import preprocess as pp
 
 
 def test_grid_edges_are_a_grid() -> None:
@@ -52,9 +52,8 @@ def test_support_errors_are_measured_against_the_exact_path() -> None:
 
 @pytest.mark.data
 def test_support_errors_on_the_paper_sets(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from matlang.runtime.datasets import data_available
-
     from benchmarks.perf import spectral_errors
+    from matlang.runtime.datasets import data_available
 
     if not data_available():
         pytest.skip("needs MATLANG_DATA")

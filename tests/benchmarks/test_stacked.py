@@ -9,9 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from matlang.runtime import datasets
-from matlang.runtime.datasets import CountingData
-from matlang.runtime.generators import erdos_renyi
 
 from benchmarks.paper.count import count_test
 from benchmarks.paper.models import counting_features, make_model
@@ -26,6 +23,9 @@ from benchmarks.paper.train import (
 )
 from matlang.cli import main
 from matlang.errors import MatlangError
+from matlang.runtime import datasets
+from matlang.runtime.datasets import CountingData
+from matlang.runtime.generators import erdos_renyi
 from tests.fixtures import counting_data
 
 
@@ -206,10 +206,9 @@ def test_stacked_throughput_benchmark_reports_both_arms(tmp_path: Path) -> None:
 def test_report_marks_stacked_seeds_and_times_only_seeds_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from matlang.runtime import generators
-
     from benchmarks.paper.report import TABLE2_TASKS, write_report
     from benchmarks.paper.report_flags import seed_ranges as _seed_ranges
+    from matlang.runtime import generators
 
     assert _seed_ranges([5, 0, 1, 2, 7, 8]) == "0–2, 5, 7–8"
     monkeypatch.setattr(generators, "paperlike_random", lambda seed=0: _counting_data())

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.generators import erdos_renyi
 
 from benchmarks.paper.models import counting_features, make_model
 from benchmarks.paper.stacked import run_seeds_stacked, stack_models
@@ -21,6 +20,7 @@ from benchmarks.paper.train import (
     squared_error,
 )
 from matlang.errors import MatlangError
+from matlang.runtime.generators import erdos_renyi
 
 MODELS = ["mlp", "gcn", "chebnet", "gat"]
 

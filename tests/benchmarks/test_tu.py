@@ -10,8 +10,6 @@ import re
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.datasets import data_available
 
 from benchmarks.paper.distributed import Group, launch
 from benchmarks.paper.tu import (
@@ -22,6 +20,8 @@ from benchmarks.paper.tu import (
     train_one_fold,
 )
 from benchmarks.paper.tu_report import fold_ranges, tu_section
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import data_available
 
 needs_mutag = pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
 
@@ -311,11 +311,11 @@ def test_authors_protocol_trains_with_their_settings_and_the_degree(tmp_path, ca
     """``--protocol authors``: MUTAG at their batch 16 and 100 epochs (here cut to 1), the
     degree as a feature column, a file of its own and a report table of its own."""
     import numpy as np
-    from matlang.runtime.datasets import load_tu
 
     from benchmarks.paper.report import write_report
     from benchmarks.paper.tu import node_features
     from matlang.cli import main
+    from matlang.runtime.datasets import load_tu
 
     graphs = load_tu("mutag").graphs[:5]
     with_degree = node_features("mlp", graphs, degree=True)
@@ -376,13 +376,13 @@ def test_authors_architectures_are_our_models_with_their_fields() -> None:
     max readouts batch-normalised, one linear layer), and a clear error where none is
     transcribed."""
     import numpy as np
-    from matlang.runtime.batch import Batch
-    from matlang.runtime.models.base import readout
 
     from benchmarks.paper.tu import build
     from benchmarks.paper.tu_protocols import AUTHORS, authors_arch
     from matlang.errors import MatlangError
     from matlang.graphs import Graph
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.models.base import readout
 
     assert AUTHORS["enzymes"] == (400, 60, True, True, 0.0) and not AUTHORS["mutag"].standardize
     net = build("gnnml3", 4, 6, authors_arch("enzymes", "gnnml3"))
@@ -626,11 +626,11 @@ def test_authors_enzymes_cont_gnnml3_is_their_tensorflow_script() -> None:
     nodes (where M leaves out the pairs 17 or more hops apart) and a random graph; two layers
     of 200, mean and max readouts, a head of 100; 400 epochs of 3 updates with L2 1e-4."""
     import numpy as np
-    from matlang.runtime.batch import Batch
 
     from benchmarks.paper.tu import build
     from benchmarks.paper.tu_protocols import authors_arch, authors_protocol
     from matlang.graphs import Graph
+    from matlang.runtime.batch import Batch
 
     def theirs(a: np.ndarray) -> np.ndarray:  # the script's loop, one graph, (S, n, n)
         n = a.shape[0]

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.generators import erdos_renyi
 
 from benchmarks.paper.count import PROTOCOLS, model_options, parse_option, variant_tags
 from benchmarks.paper.iso import iso_test
@@ -19,6 +18,7 @@ from benchmarks.paper.train import GraphSet, TrainConfig, fit
 from matlang.cli import main
 from matlang.errors import MatlangError
 from matlang.graphs import named
+from matlang.runtime.generators import erdos_renyi
 from tests.fixtures import counting_data
 
 ISO_GRAPHS = ["decalin", "bicyclopentyl", "rook4x4", "shrikhande", "petersen", "cycle10"]
@@ -193,10 +193,9 @@ def test_bench_count_ablation_files_and_report(
 
 
 def test_tanh_activation_and_output_follow_the_authors_iso_scripts() -> None:
+    from benchmarks.paper.models import make_model
     from matlang.runtime.batch import Batch
     from matlang.runtime.models.base import readout
-
-    from benchmarks.paper.models import make_model
 
     g = counting_features([named("petersen"), named("cycle10")])
     batch = Batch.from_graphs(g, dtype=torch.float64)

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 import torch
+
 from matlang.compiler.api import compile
+from matlang.errors import MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.masks import coalesce_edges, compose_masks, full_mask, lookup, union_masks
-
-from matlang.errors import MatlangError
 from tests.fixtures import GRAPHS
 
 needs_torch_sparse = pytest.mark.skipif(

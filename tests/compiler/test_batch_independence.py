@@ -174,9 +174,8 @@ def check_module(text: str, graphs: list[Graph], dtype: torch.dtype, cache: bool
 
 
 def check_readout(text: str, graphs: list[Graph]) -> None:
-    from matlang.runtime.batch import Batch
-
     from matlang.nn import SentenceReadout
+    from matlang.runtime.batch import Batch
 
     if _level(text) != "graph":
         return
@@ -354,9 +353,8 @@ def test_targeted_fuzz_against_the_dense_evaluator() -> None:
 
 
 def test_conv_node_sentences_with_a_graph_scalar_after_a_huge_graph() -> None:
-    from matlang.runtime.batch import Batch
-
     from matlang.nn import SentenceConv
+    from matlang.runtime.batch import Batch
 
     texts = ["(onesᵀ exp(A ones)) ones", "exp(A ones) / (1 + onesᵀ exp(A ones))"]
     conv = SentenceConv(1, 2, texts, init="identity", bias=False).double()

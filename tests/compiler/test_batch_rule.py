@@ -15,14 +15,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matlang.compiler.api import compile as compile_sentence
-from matlang.runtime.batch import as_batch
-from matlang.runtime.models import build_model, model_names
 
 import matlang
+from matlang.compiler.api import compile as compile_sentence
 from matlang.errors import GraphError
 from matlang.evaluator import evaluate
 from matlang.graphs import Graph, complete, empty, from_adjacency, named
+from matlang.runtime.batch import as_batch
+from matlang.runtime.models import build_model, model_names
 
 SENTENCES = ["tr(A^3)/6", "onesᵀ ones", "onesᵀ (A ⊙ A²) ones", "onesᵀ A ones + 1"]
 

@@ -10,12 +10,12 @@ import io
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile
-from matlang.runtime.batch import Batch
-from matlang.runtime.operators import Operator
 
 from matlang import parse_program
+from matlang.compiler.api import compile
 from matlang.evaluator import evaluate_graph
+from matlang.runtime.batch import Batch
+from matlang.runtime.operators import Operator
 from tests.fixtures import GRAPHS, VALID, backends
 
 D = 3

@@ -9,14 +9,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile
-from matlang.compiler.support import FullMaskError
-from matlang.runtime.batch import Batch
 
 from matlang import ast, parse_program
+from matlang.compiler.api import compile
+from matlang.compiler.support import FullMaskError
 from matlang.errors import EvaluationError, MatlangError
 from matlang.evaluator import evaluate_graph
 from matlang.graphs import Graph, from_adjacency, named
+from matlang.runtime.batch import Batch
 from tests.fixtures import GRAPHS, VALID, backends
 
 P = pytest.param

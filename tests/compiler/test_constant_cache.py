@@ -10,16 +10,16 @@ import pickle
 import numpy as np
 import pytest
 import torch
+
+from matlang import parse_program
 from matlang.compiler.api import compile
 from matlang.compiler.layers.conv import SentenceConv
+from matlang.evaluator import evaluate_graph
+from matlang.graphs import Graph
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.preprocess import PreprocessCache
-
-from matlang import parse_program
-from matlang.evaluator import evaluate_graph
-from matlang.graphs import Graph
 
 SENTENCES = [
     "(A ⊙ A²)² 𝟏",

@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 import torch
-from matlang.compiler.api import compile, materialise
-from matlang.compiler.constants import constant_steps, evaluate_sparse
-from matlang.compiler.lower import lower
-from matlang.runtime import graphblas
-from matlang.runtime.batch import Batch
-from matlang.runtime.generators import erdos_renyi
 
 import matlang
 from matlang import parse_program
+from matlang.compiler.api import compile, materialise
+from matlang.compiler.constants import constant_steps, evaluate_sparse
+from matlang.compiler.lower import lower
 from matlang.errors import EvaluationError, GraphError
 from matlang.evaluator import evaluate
 from matlang.graphs import complete, named
+from matlang.runtime import graphblas
+from matlang.runtime.batch import Batch
+from matlang.runtime.generators import erdos_renyi
 from tests.fixtures import GRAPHS, VALID
 
 #: integral sentences without inputs from the compile tests (and the paper's counts)

@@ -10,14 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+
 from matlang.compiler.api import compile
 from matlang.compiler.lower import LoweringError
 from matlang.compiler.support import FullMaskError
-from matlang.runtime.batch import Batch
-
 from matlang.errors import CompileError, EvaluationError, GraphError, MatlangError, SourceError
 from matlang.evaluator import evaluate
 from matlang.graphs import from_adjacency, named
+from matlang.runtime.batch import Batch
 
 P = pytest.param
 
@@ -158,9 +158,8 @@ def test_inputs_must_be_given_with_one_value_per_node() -> None:
 def test_inputs_are_checked_by_name_and_shape() -> None:
     """Issue 18 item 6: x with 6 rows on a 3-node graph, 5 rows, a typo in a name, a non-finite
     value: a GraphError before torch sees them; an 8-column x is 8 channels of the one input."""
-    from matlang.runtime.batch import Batch
-
     from matlang.graphs import complete
+    from matlang.runtime.batch import Batch
 
     model = compile("input h; A h", dtype=torch.float64)
     k3 = Batch.from_graphs([complete(3)])

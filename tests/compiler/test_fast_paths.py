@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
 
 from matlang import parse
+from matlang.compiler.api import compile
 from matlang.errors import GraphError
 from matlang.evaluator import evaluate_graph
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 from tests.fixtures import GRAPHS, backends
 
 SENTENCES = [

@@ -9,19 +9,19 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+import matlang
+from matlang import ast
 from matlang.compiler.targets.gnnml1 import GNNML1Target, gnnml1_target
 from matlang.compiler.targets.program import evaluate_output, input_features
+from matlang.errors import CompileError, EvaluationError, MatlangError
+from matlang.evaluator import evaluate, to_float
+from matlang.graphs import Graph, from_adjacency, named
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi, one_wl_equivalent_pairs
 from matlang.runtime.models.gnnml1 import GNNML1Conv
 from matlang.runtime.wl import equivalent
-
-import matlang
-from matlang import ast
-from matlang.errors import CompileError, EvaluationError, MatlangError
-from matlang.evaluator import evaluate, to_float
-from matlang.graphs import Graph, from_adjacency, named
 from tests.fixtures import RandomSentence
 
 PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", "shrikhande"]

@@ -8,17 +8,17 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+import matlang
+from matlang import ast
 from matlang.compiler.targets.gnnml3 import gnnml3_target, support_radius
+from matlang.errors import CompileError, EvaluationError
+from matlang.evaluator import evaluate, to_float
+from matlang.graphs import Graph, from_adjacency, named
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.models.gnnml3 import GNNML3Conv
-
-import matlang
-from matlang import ast
-from matlang.errors import CompileError, EvaluationError
-from matlang.evaluator import evaluate, to_float
-from matlang.graphs import Graph, from_adjacency, named
 from tests.fixtures import RandomSentence
 
 PAPER = ["decalin", "bicyclopentyl", "cospectral_G", "cospectral_H", "rook4x4", "shrikhande"]

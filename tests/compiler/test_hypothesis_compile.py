@@ -16,16 +16,16 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from matlang.compiler.api import compile
-from matlang.compiler.support import FullMaskError
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
 
 from matlang import ast
+from matlang.compiler.api import compile
+from matlang.compiler.support import FullMaskError
 from matlang.errors import EvaluationError
 from matlang.evaluator import evaluate_graph
 from matlang.functions import BUILTINS, define
 from matlang.graphs import Graph, from_adjacency
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 from matlang.shapes import COLUMN, MATRIX
 
 EXAMPLES = 330

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from matlang.runtime.datasets import data_available
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import torch
-from matlang.compiler.layers import conv as conv_module
-from matlang.runtime.batch import Batch
 
+from matlang.compiler.layers import conv as conv_module
 from matlang.graphs import named
 from matlang.nn import SentenceConv, SentenceGNN
+from matlang.runtime.batch import Batch
 
 GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3"]
 

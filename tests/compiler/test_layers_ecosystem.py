@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.datasets import data_available
 
 from matlang.graphs import cycle, named
 from matlang.nn import SentenceConv
+from matlang.runtime.batch import Batch
+from matlang.runtime.datasets import data_available
 from matlang.transforms import SentenceFeatures
 
 pyg = pytest.importorskip("torch_geometric")
@@ -74,9 +74,10 @@ def test_sequential_and_dataloader_train_every_parameter() -> None:
 @pytest.mark.data
 @pytest.mark.skipif(not data_available("mutag"), reason="no shared data folder")
 def test_project_dataset_as_pyg_dataset_with_sentence_features() -> None:
+    from torch_geometric.loader import DataLoader
+
     from matlang.runtime.datasets import load_tu
     from matlang.runtime.pyg import pyg_dataset, to_pyg
-    from torch_geometric.loader import DataLoader
 
     tu = load_tu("mutag")
     data = to_pyg(tu)
@@ -91,10 +92,9 @@ def test_project_dataset_as_pyg_dataset_with_sentence_features() -> None:
 
 
 def test_to_pyg_counting_targets_and_errors() -> None:
+    from matlang.errors import DataError
     from matlang.runtime.datasets import CountingData
     from matlang.runtime.pyg import to_pyg
-
-    from matlang.errors import DataError
 
     graphs = [named("K4"), cycle(3)]
     data = CountingData(graphs, [0], [1], [], {"count_triangle": [4, 1], "count_star": [4, 0]})
@@ -144,6 +144,7 @@ def test_torch_compile_has_no_graph_break_and_no_recompile_per_batch_shape() -> 
 def test_sentence_gnn_compiles_without_graph_break_given_the_graph_count() -> None:
     """The readout's size comes from ``num_graphs`` (or the data object's): no ``.item()``."""
     import torch._dynamo
+
     from matlang.compiler.layers.model import SentenceGNN
 
     torch.manual_seed(0)
@@ -211,7 +212,6 @@ def test_channel_ops_match_eager_autograd_and_check_the_graph_count() -> None:
     the interpreter (float64), the schema/fake/autograd registration passes torch's opcheck,
     and a wrong ``num_graphs`` is a GraphError."""
     from matlang.compiler.layers.stage import channels_op, stage, stage_key
-
     from matlang.errors import GraphError
 
     key = stage_key("apply", ["input h; relu(A h) ⊙ (A² h)"], dense=False, level="node")

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import torch
-from matlang.compiler.api import compile
 
 import matlang
 from matlang import limits
+from matlang.compiler.api import compile
 from matlang.errors import CompileError, EvaluationError, MatlangSyntaxError, PowerError
 from matlang.evaluator import evaluate
 from matlang.graphs import named

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 import torch
+
 from matlang.compiler.api import compile
 from matlang.compiler.cost import E, N, describe, mask_sizes, predict, symbolic
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi, random_regular
-
 from tests.fixtures import GRAPHS
 
 

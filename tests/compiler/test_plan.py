@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import sympy as sp
+
 from matlang.compiler.lower import lower
 from matlang.compiler.plan import (
     EDGE,
@@ -26,7 +27,6 @@ from matlang.compiler.plan import (
     check,
     render,
 )
-
 from matlang.parser import as_program
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from types import ModuleType
 
 import torch
-from matlang.runtime.datasets import load_tu
-from matlang.runtime.pyg import graph_to_data
 from torch_geometric.nn import GraphConv
 
 from matlang.nn import SentenceConv
+from matlang.runtime.datasets import load_tu
+from matlang.runtime.pyg import graph_to_data
 from tests.fixtures import load_example
 
 

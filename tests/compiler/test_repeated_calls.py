@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile
-from matlang.runtime.batch import Batch, as_batch
 
 from matlang import parse_program
+from matlang.compiler.api import compile
 from matlang.graphs import named
+from matlang.runtime.batch import Batch, as_batch
 from tests.compiler.test_compile_vs_dense import assert_close, reference
 from tests.compiler.test_torch_constants import random_graphs
 

@@ -12,13 +12,13 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile as compile_sentence
-from matlang.runtime.batch import Batch
 
 import matlang
+from matlang.compiler.api import compile as compile_sentence
 from matlang.errors import MatlangError
 from matlang.graphs import named
 from matlang.nn import SentenceConv, SentenceReadout
+from matlang.runtime.batch import Batch
 
 GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3"]
 SUPPORTS = ["A", "A ⊙ A²", "A³ ⊙ I", "L", "(A + I) ⊙ A²", "let C = A ⊙ A²; C", "I", "A²"]
@@ -397,10 +397,11 @@ def test_sentence_gnn_default_trains_a_count_as_robustly_as_gin() -> None:
     most at the train MSE of a PyG GIN of the same width and depth; unnormalised, the same
     model diverges (``A ⊙ A²``, ``A ⊙ A³`` entries multiply over the layers)."""
     pyg = pytest.importorskip("torch_geometric")
-    from matlang.compiler.layers.model import SentenceGNN
     from torch_geometric.data import Data
     from torch_geometric.loader import DataLoader
     from torch_geometric.nn import GIN, global_add_pool
+
+    from matlang.compiler.layers.model import SentenceGNN
 
     rng = np.random.default_rng(0)
     data = []
@@ -516,7 +517,6 @@ def test_layers_take_nonfinite_as_compile_does() -> None:
     and says which option keeps it; ``nonfinite="keep"`` — which the message names, and which
     SentenceConv and SentenceReadout now take — lets the inf through, as ``compile`` does."""
     from matlang.compiler.layers.readout import SentenceReadout
-
     from matlang.errors import EvaluationError, MatlangError
 
     tri = torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
@@ -544,9 +544,9 @@ def test_differentiable_edge_weights_are_read_every_call_so_gradcheck_holds() ->
     (how ``torch.autograd.gradcheck`` perturbs its inputs, bypassing torch's version counter)
     is seen — the layer gave the old values, and gradcheck a false 'Jacobian mismatch' —, an
     asymmetric write is refused, and gradcheck passes on symmetric weights."""
-    from matlang.compiler.layers.readout import SentenceReadout
     from torch.autograd import gradcheck
 
+    from matlang.compiler.layers.readout import SentenceReadout
     from matlang.errors import GraphError
 
     ei = torch.tensor([[0, 1, 1, 2, 2, 3, 3, 0, 0, 2], [1, 0, 2, 1, 3, 2, 0, 3, 2, 0]])
@@ -632,9 +632,9 @@ def test_half_precision_features_run_in_float32_and_come_back_in_their_dtype(
 def test_a_data_object_without_x_is_named_when_the_width_does_not_fit() -> None:
     """A data object without ``x`` gets one constant feature per node; a layer wanting more
     channels says so, instead of only 'x has 1 channels'."""
-    from matlang.compiler.layers.readout import SentenceReadout
     from torch_geometric.data import Data
 
+    from matlang.compiler.layers.readout import SentenceReadout
     from matlang.errors import MatlangError
 
     data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)

@@ -11,7 +11,6 @@ import torch
 
 pytest.importorskip("torch_geometric")
 
-from matlang.compiler.layers.explain import a_degree, nonlinear_reason  # noqa: E402
 from torch_geometric.explain import Explainer, GNNExplainer  # noqa: E402
 from torch_geometric.explain.algorithm.utils import clear_masks, set_masks  # noqa: E402
 from torch_geometric.nn import (  # noqa: E402
@@ -24,6 +23,7 @@ from torch_geometric.nn import (  # noqa: E402
 from torch_geometric.utils import from_networkx  # noqa: E402
 
 import matlang  # noqa: E402
+from matlang.compiler.layers.explain import a_degree, nonlinear_reason  # noqa: E402
 from matlang.errors import GraphError, MatlangError  # noqa: E402
 from matlang.graphs import from_adjacency  # noqa: E402
 from matlang.nn import SentenceConv  # noqa: E402

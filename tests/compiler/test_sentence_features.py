@@ -7,11 +7,11 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.batch import Batch
-from matlang.runtime.preprocess import PreprocessCache
 
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import from_adjacency, named
+from matlang.runtime.batch import Batch
+from matlang.runtime.preprocess import PreprocessCache
 from matlang.transforms import SentenceFeatures
 
 GRAPHS = ["K4", "petersen", "decalin", "rook4x4", "shrikhande"]

@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sps
+
+from matlang import ast, parse
 from matlang.compiler import support as S
 from matlang.compiler.support import (
     EMPTY,
@@ -25,8 +27,6 @@ from matlang.compiler.support import (
     order,
 )
 from matlang.runtime.generators import erdos_renyi
-
-from matlang import ast, parse
 
 P = pytest.param
 

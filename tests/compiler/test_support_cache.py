@@ -7,15 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
+import matlang
 from matlang.compiler import api
 from matlang.compiler.layers import stage as st
 from matlang.compiler.layers import support_cache as sc
 from matlang.compiler.layers.support_cache import seen_graphs
-from matlang.runtime.batch import Batch
-
-import matlang
 from matlang.graphs import named
 from matlang.nn import SentenceConv
+from matlang.runtime.batch import Batch
 
 GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3", "path4"]
 #: symmetric and not, plain (A, I: read off the batch) and computed

@@ -10,20 +10,20 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+
+from matlang import parse_program
 from matlang.compiler.api import compile
 from matlang.compiler.constants import ConstantStage, graphs_of
 from matlang.compiler.lower import lower
 from matlang.compiler.support import FullMaskError
 from matlang.compiler.torch_constants import TorchConstantStage, torch_graphs_of
+from matlang.errors import EvaluationError, MatlangError
+from matlang.graphs import Graph, from_adjacency, named
 from matlang.runtime.batch import Batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.graphblas import Mask
 from matlang.runtime.masks import prepared_edges
 from matlang.runtime.torch_kernels import TorchMask
-
-from matlang import parse_program
-from matlang.errors import EvaluationError, MatlangError
-from matlang.graphs import Graph, from_adjacency, named
 from tests.compiler.test_backends import SENTENCES as BACKEND_SENTENCES
 from tests.compiler.test_compile_vs_dense import OWN, assert_close, features, reference
 from tests.compiler.test_constant_cache import SENTENCES as CACHE_SENTENCES

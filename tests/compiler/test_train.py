@@ -8,16 +8,16 @@ import math
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.api import compile
-from matlang.compiler.module import PointwiseMLP
-from matlang.runtime import sparse
-from matlang.runtime.batch import Batch
-from matlang.runtime.generators import erdos_renyi
 from torch.func import functional_call
 
 from matlang import parse_program
+from matlang.compiler.api import compile
+from matlang.compiler.module import PointwiseMLP
 from matlang.evaluator import evaluate_graph, to_float
 from matlang.graphs import named
+from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
+from matlang.runtime.generators import erdos_renyi
 
 SMALL = [named("K4"), erdos_renyi(6, 0.5, seed=1), erdos_renyi(5, 0.7, seed=2)]
 

@@ -7,14 +7,14 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
-from matlang.compiler.constants import ConstantStage
-from matlang.compiler.lower import lower
-from matlang.runtime.batch import Batch
-from matlang.runtime.graphblas import Kernels
 
 import matlang
+from matlang.compiler.constants import ConstantStage
+from matlang.compiler.lower import lower
 from matlang.graphs import from_adjacency
 from matlang.parser import as_program
+from matlang.runtime.batch import Batch
+from matlang.runtime.graphblas import Kernels
 
 
 def _graphs(seed: int) -> list:

@@ -96,9 +96,8 @@ def test_float32(capsys: pytest.CaptureFixture[str]) -> None:
 def test_backend_choices_match_runtime() -> None:
     import argparse
 
-    from matlang.runtime.sparse import BACKENDS
-
     from matlang.cli import compile as cli_compile
+    from matlang.runtime.sparse import BACKENDS
 
     sub = argparse.ArgumentParser().add_subparsers()
     cli_compile.register(sub)

@@ -202,6 +202,7 @@ def _compiled(program: Program, exact: list[object]) -> None:
     """Compile and run on P3: a value, or a project error; one graph-level sentence whose
     exact value is finite must come out equal (float64, relative 1e-9)."""
     import torch
+
     from matlang.compiler.api import compile
 
     try:

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from matlang.runtime import datasets
-from matlang.runtime.wl import equivalent, refine_2fwl
 
 from matlang import bank, refinement
 from matlang.cli import main
@@ -19,6 +17,8 @@ from matlang.evaluator import evaluate_graph
 from matlang.functions import define, numeric
 from matlang.graphs import from_adjacency, named, to_graph6
 from matlang.parser import parse
+from matlang.runtime import datasets
+from matlang.runtime.wl import equivalent, refine_2fwl
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from matlang.runtime.wl import equivalent
 
 import matlang
 from matlang.analysis import classify
 from matlang.graphs import Graph, from_graph6
+from matlang.runtime.wl import equivalent
 from matlang.witness import (
     TAGS,
     PairClass,

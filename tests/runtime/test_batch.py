@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.batch import Batch, as_batch
 
 from matlang.errors import GraphError
 from matlang.evaluator import evaluate
 from matlang.graphs import from_adjacency, named
+from matlang.runtime.batch import Batch, as_batch
 
 
 def test_from_graphs_stacks_block_diagonally() -> None:

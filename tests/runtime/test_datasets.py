@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matlang.runtime import datasets
 
 from matlang.errors import DataError
 from matlang.graphs import PAPER_GRAPH6, Graph, from_graph6
+from matlang.runtime import datasets
 
 
 def features(g: Graph) -> np.ndarray:

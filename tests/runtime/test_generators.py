@@ -6,11 +6,11 @@ import itertools
 
 import numpy as np
 import pytest
-from matlang.runtime import generators as gen
-from matlang.runtime import wl
 
 from matlang.errors import GraphError
 from matlang.graphs import Graph, named
+from matlang.runtime import generators as gen
+from matlang.runtime import wl
 
 
 def assert_simple(g: Graph) -> None:

@@ -9,9 +9,9 @@ from unittest import mock
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.graphblas import segment_sum
 
 import matlang
+from matlang.runtime.graphblas import segment_sum
 
 
 @pytest.mark.parametrize(
@@ -153,9 +153,8 @@ def test_entry_positions_in_long_rows_and_outside_the_structure() -> None:
     """Rows long enough for scipy's kernel to search instead of scan (a dense row of 3,000
     entries among short ones) give the same places as the sorted keys; an entry the structure
     does not hold is an internal error, never a place read as -1 (the last entry)."""
-    from matlang.runtime.graphblas import Mask
-
     from matlang.errors import EvaluationError
+    from matlang.runtime.graphblas import Mask
 
     rng = np.random.default_rng(7)
     n = 3000

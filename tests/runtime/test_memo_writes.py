@@ -10,11 +10,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import torch
-from matlang.runtime.batch import Batch
 
 import matlang
 from matlang.graphs import from_adjacency, named
 from matlang.nn import SentenceConv
+from matlang.runtime.batch import Batch
 
 SENTENCE = "tr(A^3)/6 + onesᵀ (A ⊙ A²) ones"
 # a triangle and an isolated node -> the star K_{1,3}: six edge entries either way

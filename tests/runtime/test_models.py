@@ -14,6 +14,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from torch import Tensor
+
+from matlang.errors import GraphError, MatlangError
+from matlang.graphs import PAPER_PAIRS, Graph, from_adjacency, named
 from matlang.runtime import preprocess as pp
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
@@ -22,10 +26,6 @@ from matlang.runtime.models.base import GraphModel
 from matlang.runtime.models.gat import GATConfig
 from matlang.runtime.models.gnnml1 import GNNML1Conv
 from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Conv, SupportOperator
-from torch import Tensor
-
-from matlang.errors import GraphError, MatlangError
-from matlang.graphs import PAPER_PAIRS, Graph, from_adjacency, named
 
 ALL = list(MODELS)
 SEEDS = (0, 1, 2)
@@ -787,6 +787,7 @@ needs_pyg = pytest.mark.skipif(
 @needs_pyg
 def test_layers_match_pytorch_geometric() -> None:
     import torch_geometric.nn as pyg
+
     from matlang.runtime.models.chebnet import ChebConv, scaled_laplacian
     from matlang.runtime.models.gat import GATConv
     from matlang.runtime.models.gcn import GCNConv

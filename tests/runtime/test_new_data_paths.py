@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+
+from matlang.errors import GraphError
 from matlang.runtime import batch as rb
 from matlang.runtime.batch import as_batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.graphblas import Kernels, Mask, _gb
-
-from matlang.errors import GraphError
 
 pyg = pytest.importorskip("torch_geometric.data")
 

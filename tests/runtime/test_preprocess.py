@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from matlang.runtime import preprocess as pp
-from matlang.runtime.batch import as_batch
 
 from matlang.errors import MatlangError
 from matlang.graphs import from_adjacency, named
+from matlang.runtime import preprocess as pp
+from matlang.runtime.batch import as_batch
 
 
 def dense_supports(a: np.ndarray, cfg: pp.SupportConfig) -> np.ndarray:

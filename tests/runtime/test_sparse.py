@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from matlang.runtime import sparse
-from matlang.runtime.last_built import LastBuilt
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
+from matlang.runtime import sparse
+from matlang.runtime.last_built import LastBuilt
 
 N = 9
 
@@ -431,9 +431,8 @@ def test_operators_kept_across_layers_and_steps_change_no_number(backend: str, m
     nothing is kept."""
     from unittest import mock
 
-    from matlang.runtime.models import build_model
-
     from matlang.graphs import named
+    from matlang.runtime.models import build_model
 
     # the second batch has the first's sizes and edge count: only its tensors tell them apart
     graphs = [[named("petersen"), named("cycle5")], [named("cycle5"), named("petersen")]]

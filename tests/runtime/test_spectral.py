@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from matlang.runtime import datasets, spectral
-from matlang.runtime import preprocess as pp
-from matlang.runtime.batch import as_batch
-from matlang.runtime.generators import erdos_renyi
 from scipy.sparse import csgraph
 
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph, from_adjacency, named
+from matlang.runtime import datasets, spectral
+from matlang.runtime import preprocess as pp
+from matlang.runtime.batch import as_batch
+from matlang.runtime.generators import erdos_renyi
 
 
 def grid(rows: int, cols: int) -> Graph:

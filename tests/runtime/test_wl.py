@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matlang.runtime import datasets, wl
-from matlang.runtime.generators import erdos_renyi, random_regular
 
 from matlang.cli import main
 from matlang.errors import GraphError, MatlangError
 from matlang.graphs import PAPER_GRAPH6, PAPER_PAIRS, Graph, from_adjacency, named
+from matlang.runtime import datasets, wl
+from matlang.runtime.generators import erdos_renyi, random_regular
 
 # --------------------------------------------------------------------------- helpers
 
