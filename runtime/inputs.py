@@ -7,7 +7,6 @@ same messages, without copying a batch to the host.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ from torch import Tensor
 from matlang.errors import GraphError
 from matlang.graphs import _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x, is_integer_array
-from matlang.runtime.batch import Batch
+from matlang.runtime.batch import Batch, GraphFields
 
 
 def as_index_tensor(v: Any, name: str, device: torch.device | None = None) -> Tensor:
@@ -70,7 +69,7 @@ def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | Non
     if ptr is not None:
         ptr = as_index_tensor(ptr, "ptr", ei.device)
         check_ptr(ptr, vec, n, None if ng is None else int(ng))
-    view = SimpleNamespace(
+    view = GraphFields(
         edge_index=ei,
         batch=vec,
         x=feats,
@@ -126,10 +125,11 @@ def adjacency_edges(
     return edge_index, value
 
 
-def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> SimpleNamespace:
+def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> Batch:
     """PyG's call form ``(x, edge_index[, batch][, edge_weight])`` (``edge_index`` may be a
-    sparse adjacency, :func:`adjacency_edges`) as one data object for :func:`~runtime.batch.
-    as_batch`: ``x`` gives the node count and the features."""
+    sparse adjacency, :func:`adjacency_edges`) as a :class:`~runtime.batch.Batch`, not yet
+    validated (:func:`~runtime.batch.as_batch` does): ``x`` gives the node count and the
+    features."""
     if x.dim() not in (1, 2):
         raise GraphError(f"x must have shape (N,) or (N, d), got {tuple(x.shape)}", "batch")
     n = int(x.shape[0])
@@ -145,25 +145,23 @@ def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> Simple
             "edge_weight=...",
             "batch",
         )
-    return SimpleNamespace(
-        x=x,
-        edge_index=edge_index,
-        batch=batch,
+    return Batch.from_edge_index(
+        edge_index,
+        batch,
         num_nodes=n,
         edge_weight=weight if edge_weight is None else edge_weight,
+        x=x,
     )
 
 
-def _adj_t_view(data: Any) -> SimpleNamespace:
+def _adj_t_view(data: Any) -> GraphFields:
     """A data object holding ``adj_t`` (PyG's ``ToSparseTensor``) as one with ``edge_index``
     and ``edge_weight`` (:func:`adjacency_edges`)."""
     x, n = _attr(data, "x"), _attr(data, "num_nodes")
     n = int(n) if n is not None else (None if x is None else int(x.shape[0]))
     ei, w = adjacency_edges(_attr(data, "adj_t"), n, "adj_t")
     fields = ("x", "batch", "ptr", "num_graphs", "num_nodes")
-    view = SimpleNamespace(**{f: _attr(data, f) for f in fields})
-    view.edge_index, view.edge_weight = ei, w
-    return view
+    return GraphFields(edge_index=ei, edge_weight=w, **{f: _attr(data, f) for f in fields})
 
 
 def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None) -> None:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from matlang.errors import GraphError
+from matlang.runtime.batch import GraphFields
 
 #: Said where a data object without ``x`` meets a layer that wants more than one channel.
 NO_X = " (the data object has no x: one constant feature per node stands in for it)"
@@ -59,11 +59,11 @@ def unpack(
     return x, edge_index, batch
 
 
-def without_weight(data: Any) -> SimpleNamespace:
+def without_weight(data: Any) -> GraphFields:
     """A data object's view without its ``edge_weight`` (a layer that reads the weights takes
     them off first; :func:`unpack` refuses a data object that still has them)."""
     fields = ("x", "edge_index", "batch", "num_nodes", "ptr", "num_graphs")
-    return SimpleNamespace(**{f: getattr(data, f, None) for f in fields})
+    return GraphFields(**{f: getattr(data, f, None) for f in fields})
 
 
 __all__ = ["unpack", "without_weight"]
