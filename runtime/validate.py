@@ -115,7 +115,7 @@ def sorted_symmetric_host(
     """Unsorted int64 edges (in range) that equal their transpose without repeats, weights
     too, as ``(indptr, edges, order)``: the CSR row pointers of the sorted edges, the edges
     row-major ``(2, E)`` int64 and their positions in the input; ``None`` when they do not
-    (a repeat or a missing reverse: :func:`check_slowly` decides). One stable sort
+    (a repeat or a missing reverse: :func:`check_slowly` decides). One sort
     (:func:`sort_host`); the sorted keys against the sorted reversed keys."""
     (indptr, cols, perm), (t_ptr, t_cols, t_perm) = sort_host(row, col, n)
     if not _strictly_increasing_rows(indptr, cols):
@@ -124,9 +124,10 @@ def sorted_symmetric_host(
         return None
     if weight is not None and not np.array_equal(weight[perm], weight[t_perm]):
         return None
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    edges = torch.from_numpy(np.stack([rows, cols.astype(np.int64, copy=False)]))
-    return indptr, edges, torch.from_numpy(perm.astype(np.int64, copy=False))
+    edges = np.empty((2, cols.size), dtype=np.int64)
+    edges[0] = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    edges[1] = cols
+    return indptr, torch.from_numpy(edges), torch.from_numpy(perm.astype(np.int64, copy=False))
 
 
 def sorted_symmetric_device(
@@ -148,24 +149,23 @@ def sort_host(
     row: np.ndarray, col: np.ndarray, n: int
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The edges ``(row, col)`` sorted row-major and column-major, each as CSR
-    ``(indptr, cols, perm)`` (``perm``: the edges' positions in that order, stable):
-    ``A`` and ``Aᵀ`` with sorted rows. Three counting sorts, O(n + E) each: by row (scipy's
-    ``coo_tocsr``), then the transpose twice (``csr_tocsc``: its rows come out sorted within
-    each column, so the second transpose sorts A's columns within each row). int32 indices
-    where they fit (:func:`row_pointers`)."""
+    ``(indptr, cols, perm)`` (``perm``: the edges' positions in that order): ``A`` and ``Aᵀ``
+    with sorted rows. One counting sort by row (scipy's ``coo_tocsr``, O(n + E)), each row's
+    columns sorted in place (``csr_sort_indices``: short rows, in cache), then the transpose
+    the coalesced path takes too (``csr_tocsc``: its rows come out sorted within each
+    column). int32 indices where they fit (:func:`row_pointers`)."""
     e = row.size
     itype = np.int32 if max(n, e) < 2**31 - 1 else np.int64
     ids = np.arange(e, dtype=itype)
     try:
-        from scipy.sparse._sparsetools import coo_tocsr, csr_tocsc
+        from scipy.sparse._sparsetools import coo_tocsr, csr_sort_indices, csr_tocsc
 
         p, j, x = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
         coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), ids, p, j, x)
+        csr_sort_indices(n, p, j, x)  # A, rows sorted
         tp, ti, tx = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
         csr_tocsc(n, n, p, j, x, tp, ti, tx)  # Aᵀ, rows sorted (columns of A, rows in order)
-        sp, si, sx = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
-        csr_tocsc(n, n, tp, ti, tx, sp, si, sx)  # A, rows sorted
-        return (sp, si, sx), (tp, ti, tx)
+        return (p, j, x), (tp, ti, tx)
     except (ImportError, TypeError, ValueError):  # no private module: numpy's stable sorts
         out = []
         for r, c in ((row, col), (col, row)):
