@@ -635,7 +635,7 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
     plan = lower(program)
     if hasattr(graph, "tocoo") and not hasattr(graph, "edge_index"):  # scipy sparse
         single = True
-        batch = as_batch(_SparseGraph(graph))
+        batch = _sparse_batch(graph)
     else:
         # the dense evaluator's rule (matlang.graphs): a PyG Batch of one graph is a list
         single = is_one_graph(graph)
@@ -648,20 +648,17 @@ def evaluate_sparse(expr: Any, graph: Any) -> Any:
     return out[0] if single else out
 
 
-class _SparseGraph:
-    """A scipy sparse 0/1 adjacency seen as a PyG-like object (one graph); checked by the dense
+def _sparse_batch(matrix: Any) -> Any:
+    """A scipy sparse 0/1 adjacency as a validated batch of one graph; checked by the dense
     evaluator's rule (:func:`matlang.graphs.sparse_pattern`: a weighted matrix is refused)."""
+    import torch
 
-    def __init__(self, matrix: Any) -> None:
-        import torch
+    from matlang.graphs import sparse_pattern
+    from matlang.runtime.batch import Batch
 
-        from matlang.graphs import sparse_pattern
-
-        n, rows, cols = sparse_pattern(matrix)
-        self.num_nodes = n
-        self.edge_index = torch.from_numpy(np.stack([rows, cols]))
-        self.edge_weight = None
-        self.x = None
+    n, rows, cols = sparse_pattern(matrix)
+    edge_index = torch.from_numpy(np.stack([rows, cols]))
+    return Batch.from_edge_index(edge_index, num_nodes=n).validate()
 
 
 def _python(v: Any) -> Any:

@@ -31,7 +31,7 @@ from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.inputs import channels_of, pyg_call
+from matlang.runtime.layer_inputs import channels_of, pyg_call
 from matlang.runtime.masks import (
     compose_masks,
     full_mask,
@@ -357,7 +357,7 @@ class CompiledModule(nn.Module):
         self, data: Any, inputs: Any = None, batch: Any = None, edge_weight: Any = None
     ) -> Tensor:
         """``(data[, inputs])``, or PyG's ``(x, edge_index[, batch][, edge_weight])``: ``x``
-        feeds the inputs as a batch's ``x`` does (:func:`~runtime.inputs.pyg_call`)."""
+        feeds the inputs as a batch's ``x`` does (:func:`~runtime.layer_inputs.pyg_call`)."""
         if isinstance(data, Tensor) and inputs is not None and not isinstance(inputs, Mapping):
             data, inputs = pyg_call(data, inputs, batch, edge_weight), None
         elif batch is not None or edge_weight is not None:

@@ -16,7 +16,6 @@ from matlang.compiler.layers.explain import (
     nonlinear_reason,
     refuse_tracing,
 )
-from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
@@ -29,7 +28,13 @@ from matlang.compiler.layers.stage import (
     support_products,
 )
 from matlang.errors import GraphError, MatlangError
-from matlang.runtime.inputs import adjacency_edges, layer_inputs
+from matlang.runtime.layer_inputs import (
+    adjacency_edges,
+    layer_inputs,
+    no_x,
+    unpack,
+    without_weight,
+)
 
 #: dtypes computed in float32 and returned in their own dtype (torch has no half-precision
 #: sparse CSR product on the CPU; float32 accumulation everywhere keeps results comparable)

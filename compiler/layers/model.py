@@ -9,9 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from matlang.compiler.layers.conv import SentenceConv
-from matlang.compiler.layers.inputs import unpack, without_weight
 from matlang.compiler.layers.readout import SentenceReadout
 from matlang.errors import MatlangError
+from matlang.runtime.layer_inputs import unpack, without_weight
 
 #: Default supports: the node itself, its neighbours, and two L3 operators on the edges —
 #: common neighbours (``A ⊙ A²``, triangles through an edge) and 3-walks between the ends of an

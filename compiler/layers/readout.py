@@ -9,7 +9,6 @@ import torch
 from torch import Tensor, nn
 
 from matlang import ast
-from matlang.compiler.layers.inputs import no_x, unpack, without_weight
 from matlang.compiler.layers.sentences import SentenceInfo, by_kind, describe_sentences
 from matlang.compiler.layers.stage import (
     apply_channels,
@@ -20,7 +19,7 @@ from matlang.compiler.layers.stage import (
     stage_key,
 )
 from matlang.errors import GraphError, MatlangError
-from matlang.runtime.inputs import layer_inputs
+from matlang.runtime.layer_inputs import layer_inputs, no_x, unpack, without_weight
 
 
 class SentenceReadout(nn.Module):

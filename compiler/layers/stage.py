@@ -30,7 +30,6 @@ import json
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -38,7 +37,7 @@ from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
 from matlang.errors import GraphError, MatlangError
-from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.batch import Batch
 from matlang.runtime.preprocess import PreprocessCache
 from matlang.runtime.sparse import csr_matrix
 
@@ -73,10 +72,9 @@ def make_batch(
         raise GraphError(
             f"batch vector has {batch.numel()} entries but x has {num_nodes} rows", "batch"
         )
-    data = SimpleNamespace(
-        edge_index=edge_index, batch=batch, num_nodes=num_nodes, x=None, edge_weight=edge_weight
-    )
-    return as_batch(data, validate=True)
+    return Batch.from_edge_index(
+        edge_index, batch, num_nodes=num_nodes, edge_weight=edge_weight
+    ).validate()
 
 
 @dataclass(eq=False)
@@ -116,10 +114,7 @@ class Stage:
             )
         if edge_index.is_inference():  # no version counter: nothing can be remembered
             return compute()
-        b = as_batch(
-            SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
-            validate=False,
-        )
+        b = Batch.from_edge_index(edge_index, batch, num_nodes=n)
 
         def counted() -> Any:
             self.computed += 1
@@ -207,10 +202,7 @@ class Stage:
         kinds = self.plain_kinds
         if self.cache is None or all(kinds):
             return None, None
-        b = as_batch(
-            SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
-            validate=False,
-        )
+        b = Batch.from_edge_index(edge_index, batch, num_nodes=n)
         hit = seen_graphs(b, self.cache, self._cache_params)
         if hit is None:
             return None, None
@@ -270,10 +262,7 @@ class Stage:
         self.remembered(
             edge_index, batch, n, lambda: make_batch(edge_index, batch, n) and True, "valid"
         )
-        b = as_batch(
-            SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
-            validate=False,
-        )
+        b = Batch.from_edge_index(edge_index, batch, num_nodes=n)
         return self.channels(b, x, n if self.spec["level"] == "node" else b.num_graphs)
 
     def channels(self, b: Batch, x: Tensor, rows: int) -> Tensor:

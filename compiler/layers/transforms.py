@@ -20,7 +20,7 @@ from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph, _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x
 from matlang.runtime.batch import Batch
-from matlang.runtime.inputs import adjacency_edges, as_index_tensor, check_ptr
+from matlang.runtime.layer_inputs import adjacency_edges, as_index_tensor, check_ptr
 from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 
 #: The transform's name in cache keys.

@@ -44,14 +44,16 @@ def pyg_batch(graphs: list[Any], device: str = "cpu", d: int = 3) -> Any:
 
 
 def _counting_validation(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import matlang.runtime.batch as batch_module
+
     calls: list[int] = []
-    original = Batch._check
+    original = batch_module.check
 
-    def counted(self: Batch, *args: Any) -> None:
+    def counted(b: Batch, *args: Any) -> None:
         calls.append(1)
-        original(self, *args)
+        original(b, *args)
 
-    monkeypatch.setattr(Batch, "_check", counted)
+    monkeypatch.setattr(batch_module, "check", counted)
     return calls
 
 
@@ -100,19 +102,19 @@ def test_an_in_place_change_or_new_layout_recomputes() -> None:
 
 
 def test_layout_memo_reads_no_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second call does not look at the layout again (pyg_layout copies it to numpy)."""
-    import matlang.runtime.batch as batch_module
+    """The second call does not look at the layout again (pyg_view copies it to numpy)."""
+    import matlang.runtime.pyg as pyg_module
 
     data = pyg_batch(random_graphs(2))
     as_batch(data)
     calls: list[int] = []
-    original = batch_module.pyg_layout
+    original = pyg_module.pyg_view
 
-    def counted(obj: Any) -> Any:
+    def counted(obj: Any, *args: Any) -> Any:
         calls.append(1)
-        return original(obj)
+        return original(obj, *args)
 
-    monkeypatch.setattr(batch_module, "pyg_layout", counted)
+    monkeypatch.setattr(pyg_module, "pyg_view", counted)
     first = as_batch(data)
     second = as_batch(data)
     assert calls == []
@@ -237,7 +239,7 @@ def test_layout_memo_on_a_pyg_data_follows_its_attributes() -> None:
 def test_laying_out_a_batch_of_known_size_reads_no_edges(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyg_layout copies what it reads to numpy; with the node count given, the (2, E) edges
     are not among it (on a GPU: no copy of the edges to the host to lay a batch out)."""
-    import matlang.graphs as graphs
+    import matlang.pyg_rule as graphs
 
     copied: list[tuple[int, ...]] = []
     original = graphs._numpy

@@ -262,12 +262,7 @@ def test_seen_graphs_in_another_edge_order_or_size_are_not_taken_for_filed_ones(
     one = _batch(["K4"])
     bigger = torch.zeros(5, dtype=torch.int64)  # K4's edges on 5 nodes: node 4 isolated
     hit = seen_graphs(
-        st.as_batch(
-            st.SimpleNamespace(
-                edge_index=one.edge_index.clone(), batch=bigger, num_nodes=5, x=None
-            ),
-            validate=False,
-        ),
+        Batch.from_edge_index(one.edge_index.clone(), bigger, num_nodes=5),
         stage.cache,
         stage._cache_params,
     )

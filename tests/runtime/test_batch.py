@@ -154,7 +154,7 @@ def test_one_pass_validation_agrees_with_the_slow_path(seed: int) -> None:
     """The one-pass verdict (host counting sort, device sort) equals the sort-based slow path
     and numpy's own ``A == Aᵀ`` on random graphs, symmetric or made directed by one edge,
     weighted or not; a failing batch still raises the slow path's message."""
-    from matlang.runtime.batch import _symmetric_by_sort, _symmetric_sorted
+    from matlang.runtime.validate import symmetric_by_sort, symmetric_sorted
 
     rng = np.random.default_rng(seed)
     for directed in (False, True):
@@ -176,9 +176,9 @@ def test_one_pass_validation_agrees_with_the_slow_path(seed: int) -> None:
             assert symmetric is not directed
             n = a.shape[0]
             key = ei[0] * n + ei[1]
-            assert _symmetric_by_sort(key, ei[0], ei[1], w_t, n) is symmetric
+            assert symmetric_by_sort(key, ei[0], ei[1], w_t, n) is symmetric
             host_w = None if w_t is None else w_t.numpy()
-            assert _symmetric_sorted(ei.numpy(), host_w, n) is symmetric
+            assert symmetric_sorted(ei.numpy(), host_w, n) is symmetric
             b = Batch(ei, torch.zeros(n, dtype=torch.int64), torch.tensor([0, n]), None, w_t)
             if symmetric:
                 assert b.validate().known_symmetric()
@@ -219,9 +219,9 @@ def test_chunked_scan_sees_every_edge_across_chunk_boundaries(
     """The host's validation scans the edges in chunks (no E-long key array): an unsorted pair,
     a repeat, a self-loop or an edge between graphs is found wherever it falls, also straddling
     two chunks, and a valid batch still passes."""
-    import matlang.runtime.batch as rb
+    import matlang.runtime.validate as rv
 
-    monkeypatch.setattr(rb, "SCAN_CHUNK", chunk)
+    monkeypatch.setattr(rv, "SCAN_CHUNK", chunk)
     k4 = torch.tensor([[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3], [1, 2, 3, 0, 2, 3, 0, 1, 3, 0, 1, 2]])
     z = torch.zeros(4, dtype=torch.int64)
     ptr = torch.tensor([0, 4])
@@ -234,7 +234,7 @@ def test_chunked_scan_sees_every_edge_across_chunk_boundaries(
         repeated = torch.cat([k4[:, : at + 1], k4[:, at : at + 1], k4[:, at + 1 :]], 1)
         with pytest.raises(GraphError, match="stored twice"):
             Batch(repeated, z, ptr).validate()
-    coalesced, loops, crossing = rb._scan_edges(
+    coalesced, loops, crossing = rv.scan_edges(
         np.array([0, 1, 1, 2]), np.array([1, 0, 1, 0]), 3, np.array([0, 0, 1])
     )
     assert (coalesced, loops, crossing) == (True, True, True)

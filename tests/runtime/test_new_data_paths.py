@@ -13,6 +13,7 @@ import torch
 
 from matlang.errors import GraphError
 from matlang.runtime import batch as rb
+from matlang.runtime import pyg as rp
 from matlang.runtime.batch import as_batch
 from matlang.runtime.generators import erdos_renyi
 from matlang.runtime.graphblas import Kernels, Mask, _gb
@@ -42,10 +43,10 @@ def test_a_plain_data_reads_its_attribute_dict() -> None:
     ei = _edges(12, 0.3, 0)
     kw: dict[str, Any] = {"edge_index": ei, "num_nodes": 12, "x": torch.ones(12, 2)}
     kw["edge_weight"] = torch.full((ei.shape[1],), 2.0)
-    assert isinstance(rb._plain_fields(pyg.Data(**kw)), rb._Fields)
-    assert rb._plain_fields(SubData(**kw)) is None
+    assert isinstance(rp._plain_fields(pyg.Data(**kw)), rp.GraphFields)
+    assert rp._plain_fields(SubData(**kw)) is None
     no_n = {k: v for k, v in kw.items() if k != "num_nodes"}
-    assert rb._plain_fields(pyg.Data(**no_n)) is None  # PyG infers it: read as it is
+    assert rp._plain_fields(pyg.Data(**no_n)) is None  # PyG infers it: read as it is
     for other in (SubData(**kw), SimpleNamespace(**kw), pyg.Data(**no_n)):
         _same_batch(as_batch(pyg.Data(**kw)), as_batch(other))
 

@@ -1,13 +1,15 @@
-"""The input checks of sentence layers and transforms (``SentenceConv``, ``SentenceReadout``,
-``SentenceFeatures``), on torch tensors where the batch lives: the checks of
-:mod:`matlang.inputs` (node counts, ``edge_index``, ``x``) and the batch rule of
-:func:`matlang.graphs.pyg_layout` (``ptr`` against the batch vector and ``num_graphs``), with the
-same messages, without copying a batch to the host.
+"""The call forms of compiled modules, sentence layers and transforms (``SentenceConv``,
+``SentenceReadout``, ``SentenceFeatures``): PyG's ``(x, edge_index[, batch][, edge_weight])``
+(:func:`pyg_call`), a sparse adjacency (:func:`adjacency_edges`), or one data object — a PyG
+``Data``/``Batch`` or the project's :class:`~runtime.batch.Batch`, duck-typed
+(:func:`layer_inputs`, :func:`unpack`). Checked on torch tensors where the batch lives: the
+checks of :mod:`matlang.inputs` (node counts, ``edge_index``, ``x``) and the batch rule of
+:func:`matlang.pyg_rule.pyg_layout` (``ptr`` against the batch vector and ``num_graphs``), with
+the same messages, without copying a batch to the host.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ from matlang.errors import GraphError
 from matlang.graphs import _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x, is_integer_array
 from matlang.runtime.batch import Batch
+from matlang.runtime.pyg import GraphFields
 
 
 def as_index_tensor(v: Any, name: str, device: torch.device | None = None) -> Tensor:
@@ -70,7 +73,7 @@ def layer_inputs(x: Any, edge_index: Any, batch: Any) -> tuple[Any, Tensor | Non
     if ptr is not None:
         ptr = as_index_tensor(ptr, "ptr", ei.device)
         check_ptr(ptr, vec, n, None if ng is None else int(ng))
-    view = SimpleNamespace(
+    view = GraphFields(
         edge_index=ei,
         batch=vec,
         x=feats,
@@ -126,10 +129,11 @@ def adjacency_edges(
     return edge_index, value
 
 
-def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> SimpleNamespace:
+def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> Batch:
     """PyG's call form ``(x, edge_index[, batch][, edge_weight])`` (``edge_index`` may be a
-    sparse adjacency, :func:`adjacency_edges`) as one data object for :func:`~runtime.batch.
-    as_batch`: ``x`` gives the node count and the features."""
+    sparse adjacency, :func:`adjacency_edges`) as a :class:`~runtime.batch.Batch`, not yet
+    validated (:func:`~runtime.batch.as_batch` does): ``x`` gives the node count and the
+    features."""
     if x.dim() not in (1, 2):
         raise GraphError(f"x must have shape (N,) or (N, d), got {tuple(x.shape)}", "batch")
     n = int(x.shape[0])
@@ -145,25 +149,23 @@ def pyg_call(x: Tensor, edge_index: Any, batch: Any, edge_weight: Any) -> Simple
             "edge_weight=...",
             "batch",
         )
-    return SimpleNamespace(
-        x=x,
-        edge_index=edge_index,
-        batch=batch,
+    return Batch.from_edge_index(
+        edge_index,
+        batch,
         num_nodes=n,
         edge_weight=weight if edge_weight is None else edge_weight,
+        x=x,
     )
 
 
-def _adj_t_view(data: Any) -> SimpleNamespace:
+def _adj_t_view(data: Any) -> GraphFields:
     """A data object holding ``adj_t`` (PyG's ``ToSparseTensor``) as one with ``edge_index``
     and ``edge_weight`` (:func:`adjacency_edges`)."""
     x, n = _attr(data, "x"), _attr(data, "num_nodes")
     n = int(n) if n is not None else (None if x is None else int(x.shape[0]))
     ei, w = adjacency_edges(_attr(data, "adj_t"), n, "adj_t")
     fields = ("x", "batch", "ptr", "num_graphs", "num_nodes")
-    view = SimpleNamespace(**{f: _attr(data, f) for f in fields})
-    view.edge_index, view.edge_weight = ei, w
-    return view
+    return GraphFields(edge_index=ei, edge_weight=w, **{f: _attr(data, f) for f in fields})
 
 
 def check_ptr(ptr: Tensor, batch: Tensor | None, n: int, num_graphs: int | None) -> None:
@@ -223,11 +225,70 @@ def _short(v: Tensor) -> str:
     return str(items) if len(items) <= 8 else f"[{', '.join(map(str, items[:6]))}, ...]"
 
 
+#: Said where a data object without ``x`` meets a layer that wants more than one channel.
+NO_X = " (the data object has no x: one constant feature per node stands in for it)"
+
+
+def no_x(obj: Any) -> str:
+    """:data:`NO_X` for a data object without node features, else nothing."""
+    return NO_X if not isinstance(obj, Tensor) and getattr(obj, "x", None) is None else ""
+
+
+def unpack(
+    x: Any, edge_index: Tensor | None, batch: Tensor | None, dtype: torch.dtype
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``(x, edge_index, batch)`` from either calling convention. A data object without node
+    features gets one constant feature (monochromatic nodes, as the paper's counting data)."""
+    if not isinstance(x, Tensor):
+        data = x
+        if not hasattr(data, "edge_index"):
+            raise GraphError(
+                "a layer takes (x, edge_index[, batch]) or a data object with edge_index, got "
+                f"{type(data).__name__}"
+            )
+        if edge_index is not None:
+            raise GraphError("pass either a data object or (x, edge_index), not both")
+        if getattr(data, "edge_weight", None) is not None:
+            # the layers take the weights off first (without_weight): never ignore them
+            raise GraphError(
+                "the data object has edge_weight: pass it as edge_weight=... (A holds the "
+                "weights in every sentence layer)"
+            )
+        edge_index = data.edge_index
+        batch = getattr(data, "batch", None) if batch is None else batch
+        x = getattr(data, "x", None)
+        if x is None:
+            n = getattr(data, "num_nodes", None)
+            if n is None:
+                raise GraphError("the data object has neither x nor num_nodes")
+            x = torch.ones(int(n), 1, dtype=dtype, device=edge_index.device)
+    if edge_index is None:
+        raise GraphError("edge_index is missing: call layer(x, edge_index[, batch])")
+    if x.dim() == 1:
+        x = x.unsqueeze(-1)
+    if x.dim() != 2:
+        raise GraphError(f"x must have shape (N, d), got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        x = x.to(dtype)
+    return x, edge_index, batch
+
+
+def without_weight(data: Any) -> GraphFields:
+    """A data object's view without its ``edge_weight`` (a layer that reads the weights takes
+    them off first; :func:`unpack` refuses a data object that still has them)."""
+    fields = ("x", "edge_index", "batch", "num_nodes", "ptr", "num_graphs")
+    return GraphFields(**{f: getattr(data, f, None) for f in fields})
+
+
 __all__ = [
+    "NO_X",
     "adjacency_edges",
     "as_index_tensor",
     "channels_of",
     "check_ptr",
     "layer_inputs",
+    "no_x",
     "pyg_call",
+    "unpack",
+    "without_weight",
 ]
