@@ -121,6 +121,13 @@ class TorchConstantStage(ConstantStage):
             if not self.const[k]:
                 continue
             regs[k] = v = self._torch_step(kern, graphs, k, st, regs)
+            if k in self.mod_exactness.steps:  # on the way to a Mod: no rounding
+                self.mod_exactness.check(
+                    k, v, [regs[a] for a in st.args], regs, dtype="float64",
+                    graph=lambda i, st=st: graphs.label(_graph_of(regs, st, graphs, i)),
+                    graph_size=lambda: int((graphs.ptr[1:] - graphs.ptr[:-1]).max()),
+                    advice="evaluate the sentence exactly (matlang.evaluate)",
+                )
             if isinstance(v, TorchMask):
                 sizes[k] = v.nnz
             elif st.kind == MASK:  # pragma: no cover - mask steps give masks
