@@ -442,6 +442,7 @@ __all__ = [
     "argmax_row",
     "handed_over",
     "bits_of",
+    "check_dense",
     "describe",
     "formula_peak",
     "has_mod",
@@ -453,3 +454,100 @@ __all__ = [
     "step_peak",
     "top",
 ]
+
+
+# --------------------------------------------------------------------------- dense evaluator
+
+
+def check_dense(
+    memo: Mapping[int, Any], fn_name: str, formula: Any, symbols: tuple[Any, ...],
+    args: Sequence[Any], values: Sequence[Any], graph: str, advice: str,
+) -> None:
+    """The dense evaluator's rule (float64): refuse a ``Mod`` function applied to
+    ``values`` (of the argument expressions ``args``) where its formula rounds inside its
+    ``Mod`` or a subexpression of an argument computed in float64 (``memo``: the evaluator's
+    values by ``id``) reaches 2⁵³ on its way — its value, the partial sums of a product or a
+    trace of signed terms, the products of a power, a polynomial function's intermediates."""
+    import numpy as np
+
+    from matlang.printer import to_text
+
+    limit = 2.0**53
+    what = f"{fn_name}(...)"
+    tops = [top(v) for v in values if np.asarray(v).size]
+    if tops:
+        inside = formula_peak(formula, symbols)(max(tops))[1]
+        if inside >= limit:
+            raise rounding_error(
+                what, f"its formula {sp_text(formula)} on values up to {max(tops):.4g}",
+                inside, graph, "float64", advice,
+            )
+    seen: set[int] = set()
+
+    def visit(e: Any) -> None:
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        value = memo.get(id(e))
+        if value is None or np.asarray(value).dtype != np.float64:
+            return  # integers and Fractions are exact (and so is what they came from)
+        for c in e.children():
+            visit(c)
+        peak = _expr_peak(e, value, memo)
+        if peak >= limit:
+            text = to_text(e, definitions=False)
+            text = text if len(text) <= 60 else text[:57] + "..."
+            raise rounding_error(what, text, peak, graph, "float64", advice)
+
+    for a in args:
+        visit(a)
+
+
+def _expr_peak(e: Any, value: Any, memo: Mapping[int, Any]) -> float:
+    import numpy as np
+
+    from matlang import ast
+
+    peak = top(value)
+
+    def val(x: Any) -> np.ndarray:
+        return np.abs(np.asarray(memo[id(x)], dtype=np.float64))
+
+    if isinstance(e, ast.Mul) and not e.is_scalar_product:
+        a, b = memo.get(id(e.left)), memo.get(id(e.right))
+        if a is not None and b is not None and not (_nonneg(a) and _nonneg(b)):
+            peak = max(peak, top(val(e.left) @ val(e.right)))
+    elif isinstance(e, ast.Power) and id(e.base) in memo and e.exponent > 1:
+        peak = max(peak, _power_peak(val(e.base), e.exponent))
+    elif isinstance(e, ast.Trace) and id(e.operand) in memo:
+        peak = max(peak, float(np.abs(np.diagonal(val(e.operand))).sum()))
+    elif isinstance(e, ast.Apply):
+        consts = {i: a.value for i, a in enumerate(e.args) if isinstance(a, ast.Number)}
+        fn = e.function
+        formula = fn.specialize(consts)
+        syms = tuple(s for i, s in enumerate(fn.symbols) if i not in consts)
+        from matlang.functions import exact_degree
+
+        got = [top(memo[id(a)]) for i, a in enumerate(e.args) if i not in consts and id(a) in memo]
+        if got and exact_degree(formula, syms) is not None:
+            peak = max(peak, formula_peak(formula, syms)(max(got))[0])
+    return peak
+
+
+def _power_peak(m: Any, k: int) -> float:
+    """The largest entry of every product square-and-multiply forms computing ``|M|^k``: a
+    bound on every partial sum of ``M^k``'s products."""
+    peak = top(m)
+    result = None
+    base = m
+    while k:
+        if k & 1:
+            result = base if result is None else result @ base
+            peak = max(peak, top(result))
+        k >>= 1
+        if k:
+            base = base @ base
+            peak = max(peak, top(base))
+        if not math.isfinite(peak):
+            break
+    return peak
