@@ -218,38 +218,87 @@ def _mul(x: float) -> float:
 # --------------------------------------------------------------------------- plan steps
 
 
-def step_peak(plan: Any, k: int, out: Any, args: Sequence[Any], regs: Mapping[int, Any],
-              graph_size: Callable[[], int]) -> float:
-    """The largest magnitude step ``k`` reaches computing ``out`` (a float value) from
-    ``args``: the value, and for sums of signed terms a bound on their partial sums
-    (``rows · max|M| · max|h|``; with no negative term a partial sum is below the total);
-    for a polynomial function the intermediates of its formula. ``regs``: the registers (the
-    masks of edge values), ``graph_size()``: the most nodes of a graph."""
+Range = tuple[float, float]
+
+
+def value_range(x: Any) -> Range:
+    """``(min, max)`` of a value (a numpy array, a torch tensor; ``(0, 0)`` when empty), one
+    pass; a value that is one number broadcast (stride 0) is read once."""
+    if _torch_tensor(x):
+        if x.numel() == 0:
+            return 0.0, 0.0
+        if x.dim() == 0 or all(s == 0 for s in x.stride()):
+            v = float(x.detach().reshape(-1)[0])
+            return v, v
+        lo, hi = torch_aminmax(x.detach())
+        return lo, hi
+    import numpy as np
+
+    a = np.asarray(x)
+    if a.size == 0:
+        return 0.0, 0.0
+    if a.dtype == object:
+        return float(min(a.flat)), float(max(a.flat))
+    if a.ndim and all(s == 0 for s in a.strides):
+        v = float(a.reshape(-1)[0])
+        return v, v
+    return float(a.min()), float(a.max())
+
+
+def torch_aminmax(x: Any) -> Range:
+    import torch
+
+    lo, hi = torch.aminmax(x)
+    got = torch.stack([lo, hi]).tolist()
+    return float(got[0]), float(got[1])
+
+
+def _top(r: Range) -> float:
+    return max(-r[0], r[1])
+
+
+@cache
+def _polynomial(formula: Any, symbols: tuple[Any, ...]) -> bool:
+    from matlang.functions import exact_degree
+
+    return exact_degree(formula, symbols) is not None
+
+
+def step_peak(
+    plan: Any, k: int, rng: Callable[[int], Range], args: Sequence[Any],
+    regs: Mapping[int, Any], graph_size: Callable[[], int],
+) -> float:
+    """The largest magnitude step ``k`` reaches computing its (float) value from ``args``:
+    the value, and for sums of signed terms a bound on their partial sums (``rows · max|M| ·
+    max|h|``; with no negative term a partial sum is below the total); for a polynomial
+    function the intermediates of its formula. ``rng(i)``: the range of argument ``i``
+    (``-1``: of the value), ``regs``: the registers (the masks of edge values),
+    ``graph_size()``: the most nodes of a graph."""
     st = plan.steps[k]
-    peak = top(out)
+    peak = _top(rng(-1))
     op = st.op
     if op == "propagate":
-        mask, vals, h = args
-        if not (_nonneg(vals) and _nonneg(h)):
+        vals, h = rng(1), rng(2)
+        if vals[0] < 0 or h[0] < 0:
             transposed = bool(st.attr("transpose"))
-            peak = max(peak, max_row(mask, transposed) * top(vals) * top(h))
+            peak = max(peak, max_row(args[0], transposed) * _top(vals) * _top(h))
     elif op == "sampled":
-        a, b = args[0], args[1]
-        if not (_nonneg(a) and _nonneg(b)):
+        a, b = rng(0), rng(1)
+        if a[0] < 0 or b[0] < 0:
             ma = regs[plan.steps[st.args[0]].mask]
-            peak = max(peak, max_row(ma) * top(a) * top(b))
+            peak = max(peak, max_row(ma) * _top(a) * _top(b))
     elif op == "row_sum":
-        if not _nonneg(args[0]):
-            peak = max(peak, max_row(regs[plan.steps[st.args[0]].mask]) * top(args[0]))
+        if rng(0)[0] < 0:
+            peak = max(peak, max_row(regs[plan.steps[st.args[0]].mask]) * _top(rng(0)))
     elif op == "readout":
-        if not _nonneg(args[0]):
-            peak = max(peak, graph_size() * top(args[0]))
-    elif op == "apply":
+        if rng(0)[0] < 0:
+            peak = max(peak, graph_size() * _top(rng(0)))
+    elif op == "apply" and args:
         f = plan.functions[st.attr("fn")]
-        from matlang.functions import exact_degree
-
-        if exact_degree(f.formula, f.symbols) is not None and args:
-            peak = max(peak, formula_peak(f.formula, tuple(f.symbols))(max(map(top, args)))[0])
+        symbols = tuple(f.symbols)
+        if _polynomial(f.formula, symbols):
+            m = max(_top(rng(i)) for i in range(len(args)))
+            peak = max(peak, formula_peak(f.formula, symbols)(m)[0])
     return peak
 
 
@@ -360,17 +409,28 @@ class ModExactness:
         graph: Callable[[int], str],
         graph_size: Callable[[], int],
         advice: str,
+        ranges: dict[int, Range] | None = None,
     ) -> None:
         """Refuse where step ``k`` (computed in ``dtype`` where its values are floats) rounds
         an integer on its way to a ``Mod``: a feeder whose float computation reaches
         ``2^bits``, or a ``Mod`` function whose formula does inside its ``Mod``. ``graph(row)``:
-        the label of the graph of a row of the step's value."""
+        the label of the graph of a row of the step's value; ``ranges``: the ranges of the
+        registers seen in this pass, by register (filled in here)."""
         plan = self.plan
         st = plan.steps[k]
         limit = 2.0 ** bits_of(dtype)
+        known: dict[int, Range] = {} if ranges is None else ranges
+
+        def rng(i: int) -> Range:
+            r = k if i < 0 else st.args[i]
+            got = known.get(r)
+            if got is None:
+                got = known[r] = value_range(out if i < 0 else args[i])
+            return got
+
         if k in self.applies and args and any(is_float(a) for a in args):
             f = plan.functions[st.attr("fn")]
-            tops = [top(a) for a in args]
+            tops = [_top(rng(i)) for i in range(len(args))]
             inside = formula_peak(f.formula, tuple(f.symbols))(max(tops))[1]
             if inside >= limit:
                 worst = args[tops.index(max(tops))]
@@ -380,7 +440,7 @@ class ModExactness:
                     inside, graph(argmax_row(worst)), dtype, advice,
                 )
         if k in self.feeders and is_float(out):
-            peak = step_peak(plan, k, out, args, regs, graph_size)
+            peak = step_peak(plan, k, rng, args, regs, graph_size)
             if peak >= limit:
                 raise rounding_error(
                     mod_user(plan, k), describe(plan, k), peak, graph(argmax_row(out)), dtype,
@@ -453,6 +513,7 @@ __all__ = [
     "rounding_error",
     "step_peak",
     "top",
+    "value_range",
 ]
 
 

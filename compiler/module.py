@@ -518,12 +518,13 @@ class CompiledModule(nn.Module):
             regs.update(constants)
             program = self._learnable
         checked = self._mod.steps  # the steps on the way to a Mod (none without one)
+        ranges: dict[int, tuple[float, float]] = {}  # of the registers checked in this pass
         for k, op, step, args, frees in program:
             vals = [regs[a] for a in args]
             out = op(ctx, step, vals)
             regs[k] = out
             if k in checked:
-                self._check_rounding(ctx, k, step, out, vals)
+                self._check_rounding(ctx, k, step, out, vals, ranges)
             stats[k] = (out.shape, out.nbytes)
             for a in frees:
                 regs.pop(a, None)
@@ -551,11 +552,12 @@ class CompiledModule(nn.Module):
         return RunStats(mask_entries, edge_entries, peak, n, e)
 
     def _check_rounding(
-        self, ctx: _Context, k: int, step: Step, out: Tensor, vals: list[Tensor]
+        self, ctx: _Context, k: int, step: Step, out: Tensor, vals: list[Tensor],
+        ranges: dict[int, tuple[float, float]],
     ) -> None:
         """Refuse a step on the way to a ``Mod`` that rounded (:mod:`.exactness`)."""
         self._mod.check(
-            k, out, vals, ctx.regs, dtype=ctx.dtype, advice=advice_for(ctx.dtype),
+            k, out, vals, ctx.regs, dtype=ctx.dtype, advice=advice_for(ctx.dtype), ranges=ranges,
             graph=lambda i: self._graph_of(ctx, step, i),
             graph_size=lambda: int((ctx.ptr[1:] - ctx.ptr[:-1]).max()) if ctx.g else 0,
         )

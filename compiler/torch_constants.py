@@ -117,6 +117,7 @@ class TorchConstantStage(ConstantStage):
         kern = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
         regs: dict[int, Any] = {}
         sizes: dict[int, Any] = {}
+        ranges: dict[int, tuple[float, float]] = {}  # of the steps on the way to a Mod
         for k, st in enumerate(self.plan.steps):
             if not self.const[k]:
                 continue
@@ -126,7 +127,7 @@ class TorchConstantStage(ConstantStage):
                     k, v, [regs[a] for a in st.args], regs, dtype="float64",
                     graph=lambda i, st=st: graphs.label(_graph_of(regs, st, graphs, i)),
                     graph_size=lambda: int((graphs.ptr[1:] - graphs.ptr[:-1]).max()),
-                    advice="evaluate the sentence exactly (matlang.evaluate)",
+                    advice="evaluate the sentence exactly (matlang.evaluate)", ranges=ranges,
                 )
             if isinstance(v, TorchMask):
                 sizes[k] = v.nnz
