@@ -293,6 +293,8 @@ def step_peak(
     elif op == "readout":
         if rng(0)[0] < 0:
             peak = max(peak, graph_size() * _top(rng(0)))
+    elif op == "div" and not division_exact(args[0], args[1]):
+        return math.inf
     elif op == "apply" and args:
         f = plan.functions[st.attr("fn")]
         symbols = tuple(f.symbols)
@@ -300,6 +302,37 @@ def step_peak(
             m = max(_top(rng(i)) for i in range(len(args)))
             peak = max(peak, formula_peak(f.formula, symbols)(m)[0])
     return peak
+
+
+def division_exact(x: Any, y: Any) -> bool:
+    """Whether every quotient ``x / y`` is exact in floats: by a power of two, or of an
+    integer by an integer that divides it."""
+    if _torch_tensor(x) or _torch_tensor(y):
+        import torch
+
+        x, y = torch.as_tensor(x), torch.as_tensor(y)
+        if x.dim() != y.dim() and min(x.dim(), y.dim()) == 1:
+            x, y = (x, y.unsqueeze(-1)) if x.dim() > y.dim() else (x.unsqueeze(-1), y)
+        x, y = x.detach(), y.detach()
+        if not (x.is_floating_point() or y.is_floating_point()):
+            x = x.to(torch.float64)
+        mantissa, _ = torch.frexp(y.to(x.dtype) if not y.is_floating_point() else y)
+        exact = (mantissa.abs() == 0.5) | (
+            (x == torch.round(x)) & (y == torch.round(y)) & (torch.remainder(x, y) == 0)
+        )
+        return bool(exact.all())
+    import numpy as np
+
+    xa, ya = np.asarray(x), np.asarray(y)
+    if xa.dtype == object or ya.dtype == object:
+        return True  # Fractions: exact
+    xa, ya = xa.astype(np.float64), ya.astype(np.float64)
+    if xa.ndim != ya.ndim and min(xa.ndim, ya.ndim) == 1:
+        xa, ya = (xa, ya[:, None]) if xa.ndim > ya.ndim else (xa[:, None], ya)
+    mantissa, _ = np.frexp(ya)
+    with np.errstate(all="ignore"):
+        whole = (xa == np.round(xa)) & (ya == np.round(ya)) & (np.remainder(xa, ya) == 0)
+    return bool(np.all((np.abs(mantissa) == 0.5) | whole))
 
 
 def describe(plan: Any, k: int, limit: int = 70) -> str:
@@ -357,6 +390,12 @@ def rounding_error(
     """The refusal of a ``Mod`` whose argument came through a rounded intermediate."""
     bits = bits_of(dtype)
     name = str(dtype).removeprefix("torch.")
+    if math.isinf(peak):
+        return EvaluationError(
+            f"{what}: its argument is computed from {step}, a division that is not exact in "
+            f"{name} on graph {graph} (its quotient rounds): the remainder would be noise; "
+            f"{advice}"
+        )
     return EvaluationError(
         f"{what}: its argument is computed from {step}, which reaches {peak:.4g} on graph "
         f"{graph}, past 2^{bits}, where {name} rounds integers: the remainder would be noise; "
@@ -504,6 +543,7 @@ __all__ = [
     "bits_of",
     "check_dense",
     "describe",
+    "division_exact",
     "formula_peak",
     "has_mod",
     "is_float",
@@ -580,6 +620,9 @@ def _expr_peak(e: Any, value: Any, memo: Mapping[int, Any]) -> float:
             peak = max(peak, top(val(e.left) @ val(e.right)))
     elif isinstance(e, ast.Power) and id(e.base) in memo and e.exponent > 1:
         peak = max(peak, _power_peak(val(e.base), e.exponent))
+    elif isinstance(e, ast.Div) and id(e.left) in memo and id(e.right) in memo:
+        if not division_exact(memo[id(e.left)], np.asarray(memo[id(e.right)])[0, 0]):
+            return math.inf
     elif isinstance(e, ast.Trace) and id(e.operand) in memo:
         peak = max(peak, float(np.abs(np.diagonal(val(e.operand))).sum()))
     elif isinstance(e, ast.Apply):

@@ -195,3 +195,20 @@ def test_compiled_equals_the_evaluator_or_refuses(
         assert "past 2^" in str(e)
     else:
         assert fl == want, sentence
+
+
+@pytest.mark.parametrize("constants", ["graphblas", "torch", "none"])
+def test_an_inexact_division_on_the_way_is_refused(constants: str) -> None:
+    """``1/49·49 - 1`` is 0 exactly and ``-1.1e-16`` in float64: its remainder 7 - ε is noise
+    (14.0 on K2 before, for 0). A division by a power of two, or that comes out whole, is
+    exact and still computed."""
+    t = "let f(x) = Mod(x, 7); onesᵀ f((A ones) / 49 * 49 - A ones)"
+    assert matlang.evaluate(t, "K2") == 0
+    with pytest.raises(EvaluationError, match=r"v8 = A 𝟏 / 49, a division that is not exact"):
+        matlang.compile(t, dtype=torch.float64, constants=constants)(["K2"])
+    with pytest.raises(EvaluationError, match=r"A 𝟏 / 49, a division that is not exact"):
+        matlang.evaluate(t, "K2", exact=False)
+    ok = "let f(x) = Mod(x, 7); onesᵀ f((A^2 ones) / 2 + (A^2 ones - A ones) / 29)"
+    want = matlang.evaluate(ok, ["K30"])
+    got = matlang.compile(ok, dtype=torch.float64, constants=constants)(["K30"])
+    assert got.tolist() == [float(v) for v in want]
