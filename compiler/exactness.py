@@ -307,6 +307,11 @@ def step_peak(
 def division_exact(x: Any, y: Any) -> bool:
     """Whether every quotient ``x / y`` is exact in floats: by a power of two, or of an
     integer by an integer that divides it."""
+    return inexact_row(x, y) is None
+
+
+def inexact_row(x: Any, y: Any) -> int | None:
+    """The first row whose quotient ``x / y`` rounds (``None``: none does)."""
     if _torch_tensor(x) or _torch_tensor(y):
         import torch
 
@@ -320,19 +325,25 @@ def division_exact(x: Any, y: Any) -> bool:
         exact = (mantissa.abs() == 0.5) | (
             (x == torch.round(x)) & (y == torch.round(y)) & (torch.remainder(x, y) == 0)
         )
-        return bool(exact.all())
+        if bool(exact.all()):
+            return None
+        bad = torch.nonzero(~exact.reshape(exact.shape[0], -1) if exact.dim() else ~exact)
+        return int(bad[0, 0]) if exact.dim() else 0
     import numpy as np
 
     xa, ya = np.asarray(x), np.asarray(y)
     if xa.dtype == object or ya.dtype == object:
-        return True  # Fractions: exact
+        return None  # Fractions: exact
     xa, ya = xa.astype(np.float64), ya.astype(np.float64)
     if xa.ndim != ya.ndim and min(xa.ndim, ya.ndim) == 1:
         xa, ya = (xa, ya[:, None]) if xa.ndim > ya.ndim else (xa[:, None], ya)
     mantissa, _ = np.frexp(ya)
     with np.errstate(all="ignore"):
         whole = (xa == np.round(xa)) & (ya == np.round(ya)) & (np.remainder(xa, ya) == 0)
-    return bool(np.all((np.abs(mantissa) == 0.5) | whole))
+    exact = (np.abs(mantissa) == 0.5) | whole
+    if bool(np.all(exact)):
+        return None
+    return int(np.argwhere(~exact)[0][0]) if exact.ndim else 0
 
 
 def describe(plan: Any, k: int, limit: int = 70) -> str:
@@ -481,9 +492,10 @@ class ModExactness:
         if k in self.feeders and is_float(out):
             peak = step_peak(plan, k, rng, args, regs, graph_size)
             if peak >= limit:
+                row = inexact_row(args[0], args[1]) if st.op == "div" else None
                 raise rounding_error(
-                    mod_user(plan, k), describe(plan, k), peak, graph(argmax_row(out)), dtype,
-                    advice,
+                    mod_user(plan, k), describe(plan, k), peak,
+                    graph(argmax_row(out) if row is None else row), dtype, advice,
                 )
 
     def check_value(
@@ -544,6 +556,7 @@ __all__ = [
     "check_dense",
     "describe",
     "division_exact",
+    "inexact_row",
     "formula_peak",
     "has_mod",
     "is_float",
