@@ -202,9 +202,8 @@ class TorchConstantStage(ConstantStage):
         if exact is not None:  # integers past 2⁵³ under a Mod: the remainder on the host
             return exact.to(gr.device)
         args = [as_float(x.to(gr.device)).expand(size) for x in a]
-        # float64 here: past 2⁵³ refused (the GraphBLAS stage computes integers exactly)
-        way = "compile with constants='graphblas' (exact on integers) or "
-        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)), way)
+        # floats past 2⁵³ refused (integers went exact above, as on GraphBLAS)
+        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)))
         out = fn(*args)
         if not isinstance(out, Tensor):
             out = torch.full((size,), float(out), dtype=torch.float64, device=gr.device)
