@@ -25,7 +25,6 @@ from torch import Tensor, nn
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
 from matlang.compiler.constants import ConstantStage
-from matlang.compiler.exactness import advice_for, handed_over
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.errors import EvaluationError, GraphError, MatlangError
@@ -306,9 +305,6 @@ class CompiledModule(nn.Module):
             if st.op == "propagate" and self._stage.const[st.args[1]] and not self._stage.const[k]
         }
         self._per_graph = CachedStage.worth(self._stage)
-        # the steps on the way to a Mod (none without one): checked for rounding
-        self._mod = self._stage.mod_exactness
-        self._mod_handed = handed_over(plan, self._stage.const, self._mod)
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -487,17 +483,8 @@ class CompiledModule(nn.Module):
     ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
         """The plan's graph constants on this batch (:func:`~compiler.constant_registers.
         constant_registers`, on GraphBLAS or in torch: ``where``)."""
-        self._count_stage(where)
-        out = constant_registers(self, ctx, where)
-        if self._mod_handed:  # graph constants on the way to a Mod, now in the module's dtype
-            ctx.regs.update(out[0])
-            for k in sorted(self._mod_handed):
-                step = self.plan.steps[k]
-                self._mod.check_value(
-                    k, out[0][k], dtype=ctx.dtype, advice=advice_for(ctx.dtype),
-                    graph=lambda i, step=step: self._graph_of(ctx, step, i),
-                )
-        return out
+        self._count_stage(where)  # (those on the way to a Mod checked as the dtype holds them)
+        return self._stage.mod_exactness.handed(self, ctx, constant_registers(self, ctx, where))
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
@@ -517,14 +504,11 @@ class CompiledModule(nn.Module):
             stats = list(stats)
             regs.update(constants)
             program = self._learnable
-        checked = self._mod.steps  # the steps on the way to a Mod (none without one)
-        ranges: dict[int, tuple[float, float]] = {}  # of the registers checked in this pass
         for k, op, step, args, frees in program:
             vals = [regs[a] for a in args]
-            out = op(ctx, step, vals)
-            regs[k] = out
-            if k in checked:
-                self._check_rounding(ctx, k, step, out, vals, ranges)
+            regs[k] = out = op(ctx, step, vals)
+            if k in self._stage.mod_exactness.steps:  # on the way to a Mod: no rounding
+                self._stage.mod_exactness.interpreted(self, ctx, k, out, vals)
             stats[k] = (out.shape, out.nbytes)
             for a in frees:
                 regs.pop(a, None)
@@ -550,17 +534,6 @@ class CompiledModule(nn.Module):
         mask_entries = {k: int(stats[k][0][-1]) for k in sorted(self._mask_steps)}
         edge_entries = {k: math.prod(stats[k][0]) for k in sorted(self._edge_steps)}
         return RunStats(mask_entries, edge_entries, peak, n, e)
-
-    def _check_rounding(
-        self, ctx: _Context, k: int, step: Step, out: Tensor, vals: list[Tensor],
-        ranges: dict[int, tuple[float, float]],
-    ) -> None:
-        """Refuse a step on the way to a ``Mod`` that rounded (:mod:`.exactness`)."""
-        self._mod.check(
-            k, out, vals, ctx.regs, dtype=ctx.dtype, advice=advice_for(ctx.dtype), ranges=ranges,
-            graph=lambda i: self._graph_of(ctx, step, i),
-            graph_size=lambda: int((ctx.ptr[1:] - ctx.ptr[:-1]).max()) if ctx.g else 0,
-        )
 
     def _graph_of(self, ctx: _Context, step: Step, index: int) -> str:
         if step.kind == GRAPH:

@@ -327,7 +327,7 @@ class DenseEvaluator:
             fl = [_float(a) for a in args]
             self._check_mod(fn.name, _mod_bound(formula, syms), fl)
             if _mod_bound(formula, syms) is not None:  # nothing it came from rounded either
-                from matlang.compiler.exactness import check_dense
+                from matlang.exactness import check_dense
 
                 check_dense(
                     self._memo, fn.name, formula, syms,
