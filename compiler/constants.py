@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from matlang.compiler.exactness import ModExactness
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
 from matlang.errors import EvaluationError, MatlangError
 from matlang.functions import (
@@ -148,6 +149,8 @@ class ConstantStage:
                 self._frees[k].append(r)
         self._functions: dict[tuple[int, bool], Callable[..., Any]] = {}
         self._exactly: dict[int, tuple[bool, Callable[[float], float] | None]] = {}
+        # the steps on the way to a Mod: their float values are checked for rounding
+        self.mod_exactness = ModExactness(plan, trainable_functions=trainable_functions)
 
     @property
     def steps(self) -> frozenset[int]:
@@ -205,6 +208,7 @@ class ConstantStage:
         # tr(A³) of a 0/1 symmetric A by the triangle count: its three inner steps are skipped
         fused = self._triangles if graphs.weight is None and graphs.symmetric else {}
         skipped = {r for inner in fused.values() for r in inner[1:]}
+        ranges: dict[int, tuple[float, float]] = {}  # of the steps on the way to a Mod
         for k, st in enumerate(self.plan.steps):
             if not self.const[k]:
                 continue
@@ -215,6 +219,8 @@ class ConstantStage:
             else:
                 v = self._step(kern, graphs, k, st, regs)
             regs[k] = v
+            if v is not None and k in self.mod_exactness.steps:
+                self._check_rounding(graphs, k, st, v, regs, ranges)
             if not per_graph:
                 sizes[k] = v.nnz if isinstance(v, Mask) else size_of(st, regs, graphs)
                 if k in skipped:  # not computed: no entries
@@ -229,6 +235,18 @@ class ConstantStage:
             for r in self._frees[k]:
                 regs.pop(r, None)
         return {k: regs[k] for k in self.exports if k in regs}, sizes
+
+    def _check_rounding(
+        self, gr: Graphs, k: int, st: Step, v: Any, regs: dict[int, Any],
+        ranges: dict[int, tuple[float, float]],
+    ) -> None:
+        """Refuse a float64 step on the way to a ``Mod`` that rounded (:mod:`.exactness`)."""
+        self.mod_exactness.check(
+            k, v, [regs[a] for a in st.args], regs, dtype="float64",
+            graph=lambda i: gr.label(_graph_of(self.plan, regs, st, gr, i)),
+            graph_size=lambda: int(np.diff(gr.ptr).max()) if gr.g else 0,
+            advice="evaluate the sentence exactly (matlang.evaluate)", ranges=ranges,
+        )
 
     def _mask(self, regs: dict[int, Any], register: int) -> Any:
         """The mask register ``register`` is on (a GraphBLAS or a torch mask, by the stage)."""

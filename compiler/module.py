@@ -483,8 +483,8 @@ class CompiledModule(nn.Module):
     ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
         """The plan's graph constants on this batch (:func:`~compiler.constant_registers.
         constant_registers`, on GraphBLAS or in torch: ``where``)."""
-        self._count_stage(where)
-        return constant_registers(self, ctx, where)
+        self._count_stage(where)  # (those on the way to a Mod checked as the dtype holds them)
+        return self._stage.mod_exactness.handed(self, ctx, constant_registers(self, ctx, where))
 
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
@@ -505,8 +505,10 @@ class CompiledModule(nn.Module):
             regs.update(constants)
             program = self._learnable
         for k, op, step, args, frees in program:
-            out = op(ctx, step, [regs[a] for a in args])
-            regs[k] = out
+            vals = [regs[a] for a in args]
+            regs[k] = out = op(ctx, step, vals)
+            if k in self._stage.mod_exactness.steps:  # on the way to a Mod: no rounding
+                self._stage.mod_exactness.interpreted(self, ctx, k, out, vals)
             stats[k] = (out.shape, out.nbytes)
             for a in frees:
                 regs.pop(a, None)

@@ -117,10 +117,18 @@ class TorchConstantStage(ConstantStage):
         kern = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
         regs: dict[int, Any] = {}
         sizes: dict[int, Any] = {}
+        ranges: dict[int, tuple[float, float]] = {}  # of the steps on the way to a Mod
         for k, st in enumerate(self.plan.steps):
             if not self.const[k]:
                 continue
             regs[k] = v = self._torch_step(kern, graphs, k, st, regs)
+            if k in self.mod_exactness.steps:  # on the way to a Mod: no rounding
+                self.mod_exactness.check(
+                    k, v, [regs[a] for a in st.args], regs, dtype="float64",
+                    graph=lambda i, st=st: graphs.label(_graph_of(regs, st, graphs, i)),
+                    graph_size=lambda: int((graphs.ptr[1:] - graphs.ptr[:-1]).max()),
+                    advice="evaluate the sentence exactly (matlang.evaluate)", ranges=ranges,
+                )
             if isinstance(v, TorchMask):
                 sizes[k] = v.nnz
             elif st.kind == MASK:  # pragma: no cover - mask steps give masks
@@ -190,10 +198,12 @@ class TorchConstantStage(ConstantStage):
             f = self.plan.functions[fn_index]
             fn = self._torch_functions[fn_index] = numeric(f.formula, f.symbols, "torch")
         size = _size(regs, st, gr)
+        exact = _exact_mod(self, fn_index, a, size)
+        if exact is not None:  # integers past 2⁵³ under a Mod: the remainder on the host
+            return exact.to(gr.device)
         args = [as_float(x.to(gr.device)).expand(size) for x in a]
-        # float64 here: past 2⁵³ refused (the GraphBLAS stage computes integers exactly)
-        way = "compile with constants='graphblas' (exact on integers) or "
-        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)), way)
+        # floats past 2⁵³ refused (integers went exact above, as on GraphBLAS)
+        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)))
         out = fn(*args)
         if not isinstance(out, Tensor):
             out = torch.full((size,), float(out), dtype=torch.float64, device=gr.device)
@@ -232,6 +242,24 @@ class TorchConstantStage(ConstantStage):
         x = next(x for x, t in zip(args, tops, strict=True) if float(t) == top)
         at = int(x.detach().abs().argmax()) // (x.shape[1] if x.dim() == 2 else 1)
         raise self._mod_error(st, top, graph(at), way, str(dtype).removeprefix("torch."), bits)
+
+
+def _exact_mod(stage: Any, fn: int, a: list[Tensor], size: int) -> Tensor | None:
+    """A function with ``Mod`` of int64 (exact) arguments that may pass 2⁵³, computed on
+    Python integers as the GraphBLAS stage does (``None`` where floats would do)."""
+    computable, bound = stage._exactness(fn)
+    if bound is None or not computable or not a or any(x.is_floating_point() for x in a):
+        return None
+    if bound(max(float(maxabs(x)) for x in a)) < 2.0**53:
+        return None
+    import numpy as np
+
+    from matlang.compiler.constants import _shrink_exact
+
+    host = [np.broadcast_to(x.cpu().numpy(), (size,)).astype(object) for x in a]
+    out = np.asarray(stage._function(fn, True)(*host), dtype=object)
+    out = _shrink_exact(np.broadcast_to(out, (size,)).copy())
+    return torch.from_numpy(out if out.dtype != object else out.astype(np.float64))
 
 
 def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:

@@ -326,6 +326,14 @@ class DenseEvaluator:
         with np.errstate(all="ignore"):
             fl = [_float(a) for a in args]
             self._check_mod(fn.name, _mod_bound(formula, syms), fl)
+            if _mod_bound(formula, syms) is not None:  # nothing it came from rounded either
+                from matlang.exactness import check_dense
+
+                check_dense(
+                    self._memo, fn.name, formula, syms,
+                    [a for i, a in enumerate(e.args) if i not in consts], fl,
+                    self.graph.label(), _MOD_ADVICE,
+                )
             out = np.asarray(f(*fl) if fl else f(), dtype=np.float64)
             out = np.broadcast_to(out, shape).copy()
         if self.nonfinite == "error" and not np.isfinite(out).all():
@@ -348,10 +356,10 @@ class DenseEvaluator:
             return
         top = max((float(np.abs(a).max()) for a in args if a.size), default=0.0)
         if bound(top) >= FLOAT_EXACT:
-            advice = (
-                "evaluate with integer inputs and exact=True (the default) for the exact remainder"
-            )
-            raise EvaluationError(mod_refusal(f"{name}(...)", top, self.graph.label(), advice))
+            raise EvaluationError(mod_refusal(f"{name}(...)", top, self.graph.label(), _MOD_ADVICE))
+
+
+_MOD_ADVICE = "evaluate with integer inputs and exact=True (the default) for the exact remainder"
 
 
 def _export(x: np.ndarray, shape: ast.Shape) -> Any:
