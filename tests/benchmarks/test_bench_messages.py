@@ -177,7 +177,7 @@ def test_merge_prints_plain_values(
 def test_progress_bars_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every protocol is started through one function, which turns the bars off when stderr
     is not a terminal (a log, a pipe) and leaves --no-progress as given on one."""
-    from matlang.cli import bench
+    from benchmarks import cli as bench
 
     seen = []
     fake = type(sys)("benchmarks.paper.fake")
