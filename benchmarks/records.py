@@ -166,6 +166,8 @@ def is_dirty(record: dict[str, Any]) -> bool:
 
 #: The folder of the project's own result files: written only from a clean tree.
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+#: The folder of the performance studies' outputs (``python -m benchmarks``, ``benchmarks.perf.*``).
+PERF_DIR = RESULTS_DIR / "perf"
 
 
 def check_clean_tree(path: Path | None, args: argparse.Namespace) -> None:

@@ -142,7 +142,7 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
             # Adam steps in the whole budget: what batch 10 buys over batch 64
             row["max_steps"] = epochs * -(-train // int(f["batch_size"]))
         # seconds per epoch of the seeds trained alone: a stacked seed's row holds its share
-        # of a K-seed run, another cost model (benchmarks/stacked.md)
+        # of a K-seed run, another cost model (results/perf/stacked.md)
         alone = [r for r in runs if not r.get("stacked_seeds")]
         seconds = sum(r.get("seconds", 0.0) for r in alone)
         ran = sum(r.get("epochs_run", 0) for r in alone)

@@ -25,7 +25,7 @@ timed repeats after warm-up, each repeat synchronised with the device):
 
 Each case checks that its contestants agree (same values up to float32 rounding) before it
 is timed; ``--quick`` shrinks every size so that ``--device cpu --quick`` runs in seconds.
-Writes ``gpu.json`` and ``gpu.md`` under ``--out`` (default ``benchmarks/``) with the device's
+Writes ``gpu.json`` and ``gpu.md`` under ``--out`` (default ``results/perf/``) with the device's
 name, torch's version and the git commit.
 """
 
@@ -43,6 +43,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from benchmarks.records import PERF_DIR
 
 D = 64
 
@@ -405,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf.gpu", description=__doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds on a CPU)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--out", type=Path, default=PERF_DIR)
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
     dev = torch.device(args.device)

@@ -25,10 +25,11 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks.perf.timing import load_average, set_threads
+from benchmarks.records import PERF_DIR
 from matlang.runtime import datasets
 from matlang.runtime.preprocess import SupportConfig, gnnml3_supports
 
-OUT = Path(__file__).resolve().parents[1]
+OUT = PERF_DIR
 TARGET = 1e-6
 # the expansion forced at every size (by default, graphs under EXACT_BELOW nodes — all of
 # these but the grid — get the eigendecomposition itself, error 0)

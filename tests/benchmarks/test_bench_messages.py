@@ -90,8 +90,8 @@ def test_perf_claims_only_the_files_it_wrote(
     assert "None" not in printed.out
     assert "time_exponent: not measured (group scaling: not run)" in printed.out
     wrote = printed.out.strip().splitlines()[-1]
-    assert wrote == f"wrote {out / 'results.json'}, {out / 'results.md'}"
-    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md"]
+    assert wrote == f"wrote {out / 'perf.json'}, {out / 'perf.md'}"
+    assert sorted(p.name for p in out.iterdir()) == ["perf.json", "perf.md"]
     assert "case/s" not in printed.err  # no progress bar: stderr is not a terminal
     assert perf(["--groups", "backend", "--out", str(out)]) == 1
     assert "did you mean 'backends'?" in capsys.readouterr().err
