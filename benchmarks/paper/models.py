@@ -314,8 +314,10 @@ def model_configuration(
     for the isomorphism test, ``count`` otherwise), then :data:`PROTOCOL_OVERRIDES`, for
     ``iso`` the :data:`ISO_DATASET_OVERRIDES` of ``dataset``, the variant's fields, and
     ``options``. What :func:`make_model` builds, and what a result file records."""
+    from benchmarks.paper.configs import register
     from matlang.runtime.models import replace_fields, resolve_config
 
+    register()  # the paper's named configurations
     key = name.lower()
     base, variant = MODEL_VARIANTS.get(key, (key, {}))
     if base not in reference_models():

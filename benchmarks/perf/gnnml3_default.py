@@ -52,8 +52,10 @@ def _preprocess(config: Any, data: Any) -> float:
 
 
 def run(kind: str, n: int, repeats: int) -> dict[str, Any]:
+    from benchmarks.paper.configs import register
     from matlang.runtime.models import resolve_config
 
+    register()  # count
     data = _data(kind, n)
     default: Any = resolve_config("gnnml3")  # a GNNML3Config: what build_model uses
     configs: dict[str, Any] = {"default": default, "count": resolve_config("gnnml3", "count")}
