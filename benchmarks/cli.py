@@ -300,8 +300,16 @@ def _protocol(module: str) -> Callable[[argparse.Namespace], int]:
         ).bench
         if not sys.stderr.isatty():  # progress bars only on a terminal, never into a log
             args.no_progress = True
+        from benchmarks.records import AlreadyDone, NoNetwork
+
         try:
             return bench(args)
+        except AlreadyDone as done:  # the same run is there: nothing to do, no error
+            print(f"matlang bench {args.bench}: {done}", file=sys.stderr)
+            return 0
+        except NoNetwork as offline:  # data to download, no internet: said, exit 2
+            print(offline, file=sys.stderr)
+            return 2
         except KeyboardInterrupt:  # before the seeds started (loading data, targets)
             print(f"matlang bench {args.bench}: interrupted, nothing written", file=sys.stderr)
             return 130
@@ -450,7 +458,11 @@ def register_report(sub: Any) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     from benchmarks.paper.report import write_report
+    from benchmarks.paper.report_files import describe_scan, scan_results
 
+    results, skipped = scan_results(args.results)  # what it reads and skips, said first
+    for line in describe_scan(args.results, results, skipped):
+        print(line, file=sys.stderr)
     written = write_report(args.results, args.out, plots=not args.no_plots, force=args.force)
     for path in written:
         print(path)
