@@ -445,7 +445,9 @@ class ResultFile:
                 check_new_parts(self.path, self.old, parts)
             _check_config(self.path, self.old["config"], config)
         elif self.path.exists() and not getattr(args, "force", False):
-            if parts is None and _holds_this_run(self.path, config, self.implied, self.seeds):
+            # only runs that record their settings and seeds (BREC's record neither here)
+            same = parts is None and resume is None and config and self.seeds
+            if same and _holds_this_run(self.path, config, self.implied, self.seeds):
                 raise AlreadyDone(
                     f"{self.path} already holds this run (the same settings, seed"
                     f"{'s' if len(self.seeds) > 1 else ''} {seed_ranges(self.seeds)}): nothing "

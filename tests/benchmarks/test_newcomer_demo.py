@@ -58,6 +58,11 @@ def test_the_same_run_again_is_already_done(tmp_path: Path) -> None:
     with pytest.raises(MatlangError, match="never replaced") as e:
         ResultFile(_args(tmp_path), "f.json", {"a": 1}, [0])
     assert not isinstance(e.value, AlreadyDone)
+    # a bench that records neither settings nor seeds here (BREC): refused as before
+    (tmp_path / "g.json").write_text(json.dumps({"pairs": 2}))
+    with pytest.raises(MatlangError, match="never replaced") as e:
+        ResultFile(_args(tmp_path), "g.json", {}, [])
+    assert not isinstance(e.value, AlreadyDone)
     forced = argparse.Namespace(**{**vars(_args(tmp_path)), "force": True})
     assert ResultFile(forced, "f.json", {"a": 1}, [0]).path == tmp_path / "f.json"
 
