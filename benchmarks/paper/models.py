@@ -31,7 +31,7 @@ COMPILED = ("compiled", "compiled-random")
 #: supports applied to the features, the readout a linear map of graph-level sentences); its
 #: layers keep their seeded initial weights and its readout is fitted by least squares
 #: (:func:`benchmarks.paper.train.fit_readout`) — a convex fit where Adam on ``sentence``
-#: stalls at ~1e-2 on C6 and C7 (issue 35).
+#: stalls at ~1e-2 on C6 and C7.
 SENTENCE = ("sentence", "sentence-lstsq")
 #: Models whose readout is fitted by least squares instead of Adam (no gradient steps).
 LEAST_SQUARES = ("sentence-lstsq",)
@@ -127,7 +127,7 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     },
     # the authors' Zinc12k.py: a 2-hop receptive field, dv=2, nfreq=7; its SpectralDesign keeps
     # the default laplacien=True, but the paper's appendix names ZINC with counting as the
-    # problems decomposed on the adjacency: we follow the paper's text (issue 34)
+    # problems decomposed on the adjacency: we follow the paper's text
     "zinc": {
         "gnnml3": {
             "basis": PAPER_BASIS["zinc"],

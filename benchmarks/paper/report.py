@@ -127,7 +127,7 @@ def table1(results: Sequence[Result]) -> tuple[str, list[Result]]:
 
 #: Table 2 rows read from variant files, after their model's row: (model, variant) → label.
 #: GNNML3 at the authors' batch 10 and the paper's 200 epochs is the protocol the counting
-#: ablation supports (issue 16); its files are the ablation's ``abl-e200`` arm.
+#: ablation supports; its files are the ablation's ``abl-e200`` arm.
 TABLE2_VARIANT_ROWS = {("gnnml3", "abl-e200"): "GNNML3, batch 10"}
 
 

@@ -1,4 +1,4 @@
-"""The GPU table of issue 31: compiled sentences and sentence layers against hand-written torch
+"""The GPU table: compiled sentences and sentence layers against hand-written torch
 and PyG, forward + backward, on one device.
 
 ``python -m benchmarks.perf.gpu [--device cuda|cpu] [--quick] [--out DIR] [--repeats R]``
@@ -177,7 +177,7 @@ def node_case(name: str, edges: Tensor, n: int, vec: Tensor | None, dev: torch.d
 
 def again_case(n: int, dev: torch.device, repeats: int) -> dict[str, Any]:
     """A module called again on the same PyG-like object vs on a project Batch validated
-    before (issue 31's target: at most 1.1x): what the layout memo saves."""
+    before (the target: at most 1.1x): what the layout memo saves."""
     from matlang.compiler.api import compile
     from matlang.runtime.batch import as_batch
 
@@ -382,7 +382,7 @@ def run_all(device: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 def markdown(record: dict[str, Any]) -> str:
     lines = [
-        f"# GPU table (issue 31): {record['device_name']}",
+        f"# GPU table: {record['device_name']}",
         "",
         f"torch {record['torch']}, commit {record['git_commit']}, d = {D}, forward + backward, "
         f"median of {record['repeats']} synchronised repeats"

@@ -1,4 +1,4 @@
-"""Spectral preprocessing benchmark (issue 15): GNNML3 supports and ChebNet's λmax without
+"""Spectral preprocessing benchmark: GNNML3 supports and ChebNet's λmax without
 eigendecompositions, against the dense path and PyG's ``LaplacianLambdaMax``.
 
     python -m benchmarks.perf.spectral            # writes results/perf/spectral.json and .md
@@ -177,7 +177,7 @@ def run(quick: bool, dense_max: int) -> dict[str, Any]:
 def markdown(res: dict[str, Any]) -> str:
     s = res["summary"]
     lines = [
-        "# Spectral preprocessing (issue 15)",
+        "# Spectral preprocessing",
         "",
         f"`{res['meta']['command']}`, one thread, load average {res['meta']['load_average']}.",
         "",

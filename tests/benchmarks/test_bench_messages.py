@@ -1,4 +1,4 @@
-"""What ``matlang bench`` tells a user (issue 30, item 5): refusals that offer only options the
+"""What ``matlang bench`` tells a user: refusals that offer only options the
 bench has, ``--help`` listing the models a bench takes, a perf summary that claims only the
 files it wrote, a Ctrl-C message that is a command to run, accuracy in % everywhere, plain
 values from ``bench merge``, and no progress bars in a log."""
