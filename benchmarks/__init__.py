@@ -4,7 +4,7 @@ speed, memory and scaling against hand-written code and peers). :mod:`benchmarks
 result files (provenance, names, ``--append``).
 
 ``python -m benchmarks`` (or ``matlang bench perf``) runs every perf case group and writes
-``benchmarks/results.json``, ``benchmarks/results.md`` and ``benchmarks/scaling.png``.
+``results/perf/perf.json``, ``results/perf/perf.md`` and ``results/perf/scaling.png``.
 """
 
 from __future__ import annotations

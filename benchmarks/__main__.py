@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: run the benchmarks, write results.json, results.md, scaling.png.
+"""``python -m benchmarks``: run the benchmarks, write perf.json, perf.md, scaling.png.
 
 The same options serve ``matlang bench perf`` (:func:`add_arguments`, :func:`main_from_args`).
 """
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks the machinery only")
     p.add_argument(
-        "--out", help="folder for results.json/.md and scaling.png (default: benchmarks/)"
+        "--out", help="folder for perf.json/.md and scaling.png (default: results/perf/)"
     )
     p.add_argument(
         "--threads",
@@ -66,12 +66,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--update",
         action="store_true",
-        help="replace only the --groups run in an existing results.json, keep the other cases",
+        help="replace only the --groups run in an existing perf.json, keep the other cases",
     )
     p.add_argument(
         "--rewrite",
         action="store_true",
-        help="run nothing: recompute the summary of --out's results.json, rewrite it and .md",
+        help="run nothing: recompute the summary of --out's perf.json, rewrite it and .md",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -160,9 +160,11 @@ def summary_lines(summary: dict[str, Any], groups: Sequence[str]) -> list[str]:
 
 
 def written(data: dict[str, Any], cfg: Any) -> list[str]:
-    """The files a run wrote: results.json and results.md always, scaling.png only when it
+    """The files a run wrote: perf.json and perf.md always, scaling.png only when it
     was drawn (a run with scaling cases, without --no-plot)."""
-    return ["results.json", "results.md"] + (
+    from benchmarks.perf.runner import PERF_JSON, PERF_MD
+
+    return [PERF_JSON, PERF_MD] + (
         ["scaling.png"] if cfg.plot and data.get("scaling") else []
     )
 

@@ -166,6 +166,8 @@ def is_dirty(record: dict[str, Any]) -> bool:
 
 #: The folder of the project's own result files: written only from a clean tree.
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+#: The folder of the performance studies' outputs (``python -m benchmarks``, ``benchmarks.perf.*``).
+PERF_DIR = RESULTS_DIR / "perf"
 
 
 def check_clean_tree(path: Path | None, args: argparse.Namespace) -> None:
@@ -443,6 +445,15 @@ class ResultFile:
                 check_new_parts(self.path, self.old, parts)
             _check_config(self.path, self.old["config"], config)
         elif self.path.exists() and not getattr(args, "force", False):
+            # only runs that record their settings and seeds (BREC's record neither here)
+            same = parts is None and resume is None and config and self.seeds
+            if same and _holds_this_run(self.path, config, self.implied, self.seeds):
+                raise AlreadyDone(
+                    f"{self.path} already holds this run (the same settings, seed"
+                    f"{'s' if len(self.seeds) > 1 else ''} {seed_ranges(self.seeds)}): nothing "
+                    "to do. --force runs it again and replaces the file; --out DIR writes "
+                    "elsewhere"
+                )
             raise MatlangError(
                 _exists_message(self.path, config, self.implied, appendable=hasattr(args, "append"))
             )
@@ -547,6 +558,33 @@ def _check_config(path: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
                 " (another config); run with --force to replace it, or with --out to "
                 "keep both"
             )
+
+
+class NoNetwork(MatlangError):
+    """Data that a bench downloads, on a machine without internet: the command says so and
+    exits 2 (no traceback, nothing written)."""
+
+
+class AlreadyDone(MatlangError):
+    """A run whose result file is there already, complete, with the same settings and seeds:
+    nothing is run or written, and the command exits 0 (re-running a README demo is no
+    error); ``--force`` runs it again."""
+
+
+def _holds_this_run(
+    path: Path, config: dict[str, Any], implied: dict[str, Any], seeds: Sequence[int]
+) -> bool:
+    """Whether the result file at ``path`` is complete (not partial) and holds exactly
+    ``seeds`` under the settings ``config``."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(old, dict) or old.get("partial"):
+        return False
+    old_config = {**implied, **(old.get("config") or {})}
+    same = all(k in old_config and old_config[k] == v for k, v in config.items())
+    return same and sorted(old.get("seeds") or []) == sorted(seeds)
 
 
 def _exists_message(

@@ -8,7 +8,9 @@ of its own); an import's layer is the folder its installed name comes from.
 
 A package imports only packages to its left; only the front door (``matlang/__init__.py`` and
 ``matlang/cli/``) may import upward, and only inside functions (lazily), so that
-``import matlang`` and the light commands never load torch or the experiments."""
+``import matlang`` and the light commands never load torch or the experiments. No library
+module imports ``benchmarks``, not even lazily: the experiments add their commands through the
+``matlang.cli`` entry point group (``matlang/cli/plugins.py``)."""
 
 from __future__ import annotations
 
@@ -109,11 +111,31 @@ def test_imports_follow_the_layers(path: Path) -> None:
     for pkg, line, top in _imports(path):
         if RANK[pkg] <= own:
             continue
-        if _is_front_door(path) and not top:
-            continue  # the front door imports upward, lazily
+        if _is_front_door(path) and not top and pkg != "benchmarks":
+            continue  # the front door imports upward, lazily (never the experiments)
         where = "at module level" if _is_front_door(path) else "(upward)"
         wrong.append(f"{path.relative_to(ROOT)}:{line} imports {pkg} {where}")
     assert not wrong, "\n".join(wrong)
+
+
+LIBRARY = [p for p in _sources() if _package(p) != "benchmarks"]
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_library_never_imports_the_experiments(path: Path) -> None:
+    """``benchmarks`` is a distribution of its own, installed or not: no import of it (lazy
+    ones included) and no ``import_module("benchmarks…")`` in the library."""
+    text = path.read_text(encoding="utf-8")
+    found = [line for pkg, line, _ in _imports(path) if pkg == "benchmarks"]
+    found += [
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).endswith("import_module")
+        and node.args
+        and ast.unparse(node.args[0]).strip("'\"f").startswith("benchmarks")
+    ]
+    assert not found, f"{path.relative_to(ROOT)}:{found} imports benchmarks"
 
 
 #: The one known cycle: ``Expr.__str__`` imports the printer lazily, the printer imports the

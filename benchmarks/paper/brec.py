@@ -741,7 +741,10 @@ def bench(args: argparse.Namespace) -> int:
 def _setup_model(args: argparse.Namespace, model: str, config: str = "iso") -> None:
     import torch
 
+    from benchmarks.paper.configs import register
     from matlang.runtime.models import model_names, resolve_config
+
+    register()  # the paper's named configurations (iso, brec, ...)
 
     if model not in model_names():
         raise MatlangError(

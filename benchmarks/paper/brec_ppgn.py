@@ -52,9 +52,11 @@ DEFAULT_PAIRS = "265,278,272,291,317,297,271,281,294,277"
 
 
 def run(pairs: list[int], variants: list[str], progress: bool = True) -> dict[str, Any]:
+    from benchmarks.paper.configs import register
     from matlang.runtime import datasets
     from matlang.runtime.models import resolve_config
 
+    register()  # brec, brec-xavier
     data = datasets.load_brec()
     rounds = {
         o.pair: (o.detail.get("round") if o.separated else None)

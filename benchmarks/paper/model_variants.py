@@ -8,8 +8,8 @@ from typing import Any
 #: Named variants of a reference model, accepted wherever a model name is (``--model``): the
 #: model they build on and the fields they replace after the protocol's overrides
 #: (:data:`benchmarks.paper.models.PROTOCOL_OVERRIDES`). The ``-adjacency`` variant is GNNML3
-#: as it ran outside counting before issue 34: the counting configuration's adjacency spectrum
-#: and widths (17 + 17), with the protocol's bands.
+#: as it ran outside counting before the paper's basis per protocol: the counting
+#: configuration's adjacency spectrum and widths (17 + 17), with the protocol's bands.
 MODEL_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "gnnml3-adjacency": (
         "gnnml3",
@@ -21,7 +21,7 @@ MODEL_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 #: What each variant is, for ``--help``.
 VARIANT_HELP: dict[str, str] = {
     "gnnml3-adjacency": "GNNML3 on the adjacency spectrum with the counting widths, as it ran "
-    "outside counting before issue 34",
+    "outside counting before the paper's basis per protocol",
     "gnnml3-sigmoid": "GNNML3 in the paper's configuration but Eq. 7's MLPs with sigmoids, as "
     "it ran before: the learned supports start as one multiple of M",
 }

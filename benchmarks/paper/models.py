@@ -31,7 +31,7 @@ COMPILED = ("compiled", "compiled-random")
 #: supports applied to the features, the readout a linear map of graph-level sentences); its
 #: layers keep their seeded initial weights and its readout is fitted by least squares
 #: (:func:`benchmarks.paper.train.fit_readout`) — a convex fit where Adam on ``sentence``
-#: stalls at ~1e-2 on C6 and C7 (issue 35).
+#: stalls at ~1e-2 on C6 and C7.
 SENTENCE = ("sentence", "sentence-lstsq")
 #: Models whose readout is fitted by least squares instead of Adam (no gradient steps).
 LEAST_SQUARES = ("sentence-lstsq",)
@@ -127,7 +127,7 @@ PROTOCOL_OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     },
     # the authors' Zinc12k.py: a 2-hop receptive field, dv=2, nfreq=7; its SpectralDesign keeps
     # the default laplacien=True, but the paper's appendix names ZINC with counting as the
-    # problems decomposed on the adjacency: we follow the paper's text (issue 34)
+    # problems decomposed on the adjacency: we follow the paper's text
     "zinc": {
         "gnnml3": {
             "basis": PAPER_BASIS["zinc"],
@@ -314,8 +314,10 @@ def model_configuration(
     for the isomorphism test, ``count`` otherwise), then :data:`PROTOCOL_OVERRIDES`, for
     ``iso`` the :data:`ISO_DATASET_OVERRIDES` of ``dataset``, the variant's fields, and
     ``options``. What :func:`make_model` builds, and what a result file records."""
+    from benchmarks.paper.configs import register
     from matlang.runtime.models import replace_fields, resolve_config
 
+    register()  # the paper's named configurations
     key = name.lower()
     base, variant = MODEL_VARIANTS.get(key, (key, {}))
     if base not in reference_models():

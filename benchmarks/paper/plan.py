@@ -304,7 +304,7 @@ def jobs(
     file has begun (see the module's docstring); ``stack``: one command per run of
     consecutive missing seeds of a CPU ``count`` cell whose model stacks
     (:data:`STACKED_COUNT_MODELS`), trained stacked (1.5–3× the seeds per CPU second at
-    batch 64, 3–9× at batch 10: benchmarks/stacked-models*.md)."""
+    batch 64, 3–9× at batch 10: results/perf/stacked-models*.md)."""
     gpu: list[str] = []
     cells: list[list[str]] = []
 

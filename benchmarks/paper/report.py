@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from benchmarks.paper.paper_numbers import (
     TABLE2_TASKS,
     TABLE3_TASKS,
 )
+from benchmarks.paper.report_files import Result, load_results, scan_results
 from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
     MARK_DIRTY,
@@ -37,8 +37,7 @@ from benchmarks.paper.report_flags import (
     seed_count_sentence,
     tu_flags,
 )
-from benchmarks.records import check_replaceable, result_name
-from matlang.errors import DataError
+from benchmarks.records import check_replaceable
 
 #: report.md's first line: how a rewrite knows the file is its own.
 REPORT_HEADING = "# Reproducing the paper's tables"
@@ -56,45 +55,6 @@ MODEL_ORDER: tuple[str, ...] = (
     "compiled",
     "compiled-random",
 )
-
-
-@dataclass(frozen=True)
-class Result:
-    """One result file."""
-
-    path: Path
-    data: dict[str, Any]
-
-    @property
-    def bench(self) -> str:
-        return str(self.data.get("bench"))
-
-    @property
-    def model(self) -> str:
-        return str(self.data.get("model"))
-
-
-def load_results(folder: str | Path) -> list[Result]:
-    """Every result JSON in ``folder`` under its protocol's own name (files that are not bench
-    results, and variant runs such as ``--limit``, are skipped)."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise DataError(f"no results folder {root} (run `matlang bench ...` first)")
-    out = []
-    for path in sorted(root.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise DataError(f"{path}: not a readable JSON result ({e})") from e
-        if isinstance(data, dict) and "bench" in data and "model" in data:
-            # a run on part of the data or on its own sentences (a variant name), or one kept
-            # beside its file (`.seeds-a-b`), is not the protocol's result
-            name = result_name(
-                str(data["bench"]), str(data.get("dataset")), data.get("task"), str(data["model"])
-            )
-            if path.name == name:
-                out.append(Result(path, data))
-    return out
 
 
 def _find(results: Iterable[Result], bench: str, model: str, **where: Any) -> Result | None:
@@ -167,7 +127,7 @@ def table1(results: Sequence[Result]) -> tuple[str, list[Result]]:
 
 #: Table 2 rows read from variant files, after their model's row: (model, variant) → label.
 #: GNNML3 at the authors' batch 10 and the paper's 200 epochs is the protocol the counting
-#: ablation supports (issue 16); its files are the ablation's ``abl-e200`` arm.
+#: ablation supports; its files are the ablation's ``abl-e200`` arm.
 TABLE2_VARIANT_ROWS = {("gnnml3", "abl-e200"): "GNNML3, batch 10"}
 
 
@@ -784,6 +744,7 @@ __all__ = [
     "PAPER_TABLE2",
     "PAPER_TABLE3",
     "Result",
+    "scan_results",
     "beyond_table",
     "load_results",
     "render",

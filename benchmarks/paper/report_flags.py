@@ -1,4 +1,4 @@
-"""Flags of the report's cells (issue 34): how a run differs from the paper's (seeds, epochs,
+"""Flags of the report's cells: how a run differs from the paper's (seeds, epochs,
 batch, GNNML3's spectral basis, the dataset), whether it was budget-bound, and whether its file
 was written from a tree with uncommitted changes; the TU tables' flags."""
 
@@ -47,8 +47,8 @@ def _gnnml3_config(data: dict[str, Any]) -> dict[str, Any] | None:
 
 def gnnml3_basis(data: dict[str, Any]) -> str | None:
     """The spectrum a GNNML3 result file's model used: its recorded configuration, or for a
-    file that recorded none (TU files before issue 34), the adjacency, the only basis GNNML3
-    had outside the isomorphism test until then."""
+    file that recorded none (TU files written before the configuration was recorded), the
+    adjacency, the only basis GNNML3 had outside the isomorphism test until then."""
     if data.get("model") != "gnnml3":
         return None
     cfg = _gnnml3_config(data)
@@ -77,7 +77,7 @@ def gnnml3_hops(bench: str) -> int | None:
 def gnnml3_support_mlp(data: dict[str, Any]) -> str | None:
     """The form of Eq. 7's MLPs a GNNML3 result file's model used (``None``: not GNNML3, or
     supports not learned): its recorded ``support_mlp``; files that record none ran the
-    sigmoids, the only form before issue 34's fifth round."""
+    sigmoids, the only form before the authors' bias-free form was adopted."""
     if data.get("model") != "gnnml3":
         return None
     cfg = _gnnml3_config(data)
@@ -170,7 +170,7 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
         params = (data.get("model_info") or {}).get("parameters")
         bits.append(
             f"GNNML3 on the {basis} spectrum ({params:,} parameters) where the paper uses the "
-            f"{want.replace('_', ' ')}: run before issue 34; the paper's configuration is now "
+            f"{want.replace('_', ' ')}: run before the paper's basis was the default; it is now "
             "the default and has not run yet"
         )
     hops, want_hops = gnnml3_receptive_field(data), gnnml3_hops(bench)
@@ -185,7 +185,7 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
     if gnnml3_support_mlp(data) == "sigmoid":
         bits.append(
             "GNNML3's Eq. 7 with sigmoids (the learned supports start as one multiple of M): "
-            "run before issue 34's fifth round; the authors' bias-free form is now the "
+            "run before the authors' bias-free form was the default; it is now the "
             "default and has not run for this cell"
         )
     if bits:

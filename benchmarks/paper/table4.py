@@ -33,7 +33,9 @@ authors have one logit and binary cross-entropy (the same model family and loss)
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,11 +55,35 @@ from benchmarks.paper.table4_protocols import (
     add_arguments,
 )
 from benchmarks.paper.train import GraphSet, SeedRun, TrainConfig, median_metric, run_seeds
+from benchmarks.records import NoNetwork
 from matlang.errors import DataError, MatlangError
 from matlang.graphs import Graph
 from matlang.runtime.preprocess import PreprocessCache
 
 # --------------------------------------------------------------------------- data
+
+
+def offline_message(dataset: str, url: str, folder: Path) -> str:
+    name = "ZINC" if dataset == "zinc" else "MNIST-75 (MNISTSuperpixels)"
+    host = urllib.parse.urlsplit(url).hostname
+    return (
+        f"matlang bench {dataset}: PyG downloads {name} from the internet ({host}); this "
+        f"machine has none. On a machine that has, the same command downloads it into "
+        f"{folder}/raw (--root sets where); copy that folder here and run it again"
+    )
+
+
+def check_reachable(dataset: str, url: str, raw: Path, timeout: float = 5.0) -> None:
+    """Before PyG starts a download (it prints "Downloading ..." and fails deep in urlopen):
+    when ``raw`` holds no file yet and ``url``'s host cannot be reached, :class:`NoNetwork`."""
+    if raw.is_dir() and any(raw.iterdir()):
+        return  # downloaded already: PyG reads it
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout).close()
+    except OSError:
+        raise NoNetwork(offline_message(dataset, url, raw.parent)) from None
 
 
 def pyg_splits(dataset: str, root: str | Path) -> dict[str, Sequence[Any]]:
@@ -71,6 +97,9 @@ def pyg_splits(dataset: str, root: str | Path) -> dict[str, Sequence[Any]]:
             "torch_geometric (pip install torch_geometric), which downloads it on first use"
         ) from None
     root = Path(root)
+    folder = root / ("ZINC" if dataset == "zinc" else "MNIST")
+    url = ZINC.url if dataset == "zinc" else MNISTSuperpixels.url
+    check_reachable(dataset, url, folder / "raw")
     try:
         if dataset == "zinc":
             return {
@@ -84,6 +113,10 @@ def pyg_splits(dataset: str, root: str | Path) -> dict[str, Sequence[Any]]:
                 "test": MNISTSuperpixels(str(root / "MNIST"), train=False),
             }
     except (OSError, RuntimeError) as e:  # no network, a broken download
+        import urllib.error
+
+        if isinstance(e, urllib.error.URLError):  # the network went while downloading
+            raise NoNetwork(offline_message(dataset, url, folder)) from None
         raise DataError(f"matlang bench {dataset}: cannot load the data under {root}: {e}") from e
     raise MatlangError(f"unknown Table 4 dataset {dataset!r}; known: {', '.join(PROTOCOLS)}")
 

@@ -5,7 +5,7 @@ table under the authors' per-dataset protocol.
 (:func:`benchmarks.paper.report.load_results`); the runs here are *variants* (their file names
 carry tags, see :func:`benchmarks.records.result_name`):
 
-- **counting ablation** (issue 16): ``bench count`` files whose ``config.variant`` starts with
+- **counting ablation**: ``bench count`` files whose ``config.variant`` starts with
   ``abl``, one factor changed from the paper protocol at a time (batch size, loss reduction,
   layers, the model options of ``--set``) and the epochs shortened alike. Each row is one
   variant; each cell the median test MSE over its seeds, and the best validation MSE reached
@@ -142,7 +142,7 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
             # Adam steps in the whole budget: what batch 10 buys over batch 64
             row["max_steps"] = epochs * -(-train // int(f["batch_size"]))
         # seconds per epoch of the seeds trained alone: a stacked seed's row holds its share
-        # of a K-seed run, another cost model (benchmarks/stacked.md)
+        # of a K-seed run, another cost model (results/perf/stacked.md)
         alone = [r for r in runs if not r.get("stacked_seeds")]
         seconds = sum(r.get("seconds", 0.0) for r in alone)
         ran = sum(r.get("epochs_run", 0) for r in alone)
@@ -186,7 +186,7 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
     present = {t for r in rows if r["ablation"] for t in r["tasks"]}
     tasks = [t for t in ABLATION_TASKS if t in present]
     out = [
-        "## GNNML3 counting ablation (issue 16)",
+        "## GNNML3 counting ablation",
         "",
         table["what"] + ". A cell: median test MSE (seeds: the per-seed values). "
         "Rows marked *Table 2* are the main table's own runs, for reference; s/epoch is "

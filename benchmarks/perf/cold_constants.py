@@ -13,8 +13,8 @@ make cost: ids in range, no self-loop, coalesced, ``Aᵀ = A``.
 
 Peers: ``gb``: ``C⟨A⟩ = A A`` (plus_pair) then reduce / ``mxv``; ``lagraph`` (``tr(A^3)/6``
 only): ``L = tril(A)``, ``C⟨L⟩ = L Lᵀ`` with plus_pair, each triangle once; ``lagraph.LtL``:
-the same ``L``, ``C⟨L⟩ = Lᵀ L`` (the formulation matlang's count uses since issue 36's round
-4: the peer with the same product). Every value is checked equal to the peer's before timing.
+the same ``L``, ``C⟨L⟩ = Lᵀ L`` (the formulation matlang's count uses: the peer
+with the same product). Every value is checked equal to the peer's before timing.
 """
 
 from __future__ import annotations

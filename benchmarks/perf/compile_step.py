@@ -1,5 +1,5 @@
 """``torch.compile(model, dynamic=True)`` against eager for a SentenceGNN training step on MUTAG
-batches of 32 graphs (issue 33 item 8): the first compiled call (compilation included), then
+batches of 32 graphs: the first compiled call (compilation included), then
 the steady-state step time of both, one thread, CPU.
 
 usage: python -m benchmarks.perf.compile_step [--epochs 3] [--backend inductor]

@@ -1,7 +1,8 @@
 """GNNML3 preprocessing as users call it: ``build_model("gnnml3", 1, 1, task="node")`` on a PyG
 ``Data``, its default configuration (``"spectral"``: the paper's default supports, normalised
 Laplacian and 5 bands, the configuration the spectral benchmark measures) beside the named
-``"count"`` configuration (adjacency basis, 10 bands; the default before issue 36) and the dense
+``"count"`` configuration (adjacency basis, 10 bands; the library's default before the
+Laplacian's) and the dense
 eigendecomposition of the default's supports.
 
 usage: python -m benchmarks.perf.gnnml3_default [--graphs grid:10000,er:1000] [--repeats 3]
@@ -52,8 +53,10 @@ def _preprocess(config: Any, data: Any) -> float:
 
 
 def run(kind: str, n: int, repeats: int) -> dict[str, Any]:
+    from benchmarks.paper.configs import register
     from matlang.runtime.models import resolve_config
 
+    register()  # count
     data = _data(kind, n)
     default: Any = resolve_config("gnnml3")  # a GNNML3Config: what build_model uses
     configs: dict[str, Any] = {"default": default, "count": resolve_config("gnnml3", "count")}

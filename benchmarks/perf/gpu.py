@@ -1,4 +1,4 @@
-"""The GPU table of issue 31: compiled sentences and sentence layers against hand-written torch
+"""The GPU table: compiled sentences and sentence layers against hand-written torch
 and PyG, forward + backward, on one device.
 
 ``python -m benchmarks.perf.gpu [--device cuda|cpu] [--quick] [--out DIR] [--repeats R]``
@@ -25,7 +25,7 @@ timed repeats after warm-up, each repeat synchronised with the device):
 
 Each case checks that its contestants agree (same values up to float32 rounding) before it
 is timed; ``--quick`` shrinks every size so that ``--device cpu --quick`` runs in seconds.
-Writes ``gpu.json`` and ``gpu.md`` under ``--out`` (default ``benchmarks/``) with the device's
+Writes ``gpu.json`` and ``gpu.md`` under ``--out`` (default ``results/perf/``) with the device's
 name, torch's version and the git commit.
 """
 
@@ -43,6 +43,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from benchmarks.records import PERF_DIR
 
 D = 64
 
@@ -175,7 +177,7 @@ def node_case(name: str, edges: Tensor, n: int, vec: Tensor | None, dev: torch.d
 
 def again_case(n: int, dev: torch.device, repeats: int) -> dict[str, Any]:
     """A module called again on the same PyG-like object vs on a project Batch validated
-    before (issue 31's target: at most 1.1x): what the layout memo saves."""
+    before (the target: at most 1.1x): what the layout memo saves."""
     from matlang.compiler.api import compile
     from matlang.runtime.batch import as_batch
 
@@ -380,7 +382,7 @@ def run_all(device: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 def markdown(record: dict[str, Any]) -> str:
     lines = [
-        f"# GPU table (issue 31): {record['device_name']}",
+        f"# GPU table: {record['device_name']}",
         "",
         f"torch {record['torch']}, commit {record['git_commit']}, d = {D}, forward + backward, "
         f"median of {record['repeats']} synchronised repeats"
@@ -405,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf.gpu", description=__doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds on a CPU)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--out", type=Path, default=PERF_DIR)
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
     dev = torch.device(args.device)

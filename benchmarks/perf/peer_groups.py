@@ -1,4 +1,5 @@
-"""The benchmark groups against the field's libraries (issue 13's and issue 14's speed targets).
+"""The benchmark groups against the field's libraries (the speed targets of the graph
+constants and of SentenceConv).
 
 ``constants``     graph constants ``A ⊙ A²`` on E, ``tr(A³)``, ``(A ⊙ A²)² 𝟏`` at n = 10³ … 10⁶
                   (degree 10): matlang vs hand-written python-graphblas and scipy
@@ -25,7 +26,7 @@ from benchmarks.perf.workloads import Workload
 
 PEER_GROUPS = ("constants", "channels", "fresh", "constscaling", "layers")
 
-#: Issue 13 and issue 14's targets (keys of the summary).
+#: The speed targets against the field's libraries (keys of the summary).
 PEER_TARGETS = {
     "constants_over_graphblas": "<= 1.2",
     "constants_over_scipy": "<= 0.5",

@@ -1,4 +1,4 @@
-"""``results.md``: the tables of the peer groups (:mod:`benchmarks.perf.peer_groups`)."""
+"""``perf.md``: the tables of the peer groups (:mod:`benchmarks.perf.peer_groups`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Contestants from the field's libraries (GraphBLAS, scipy, PyG) and matlang's matching calls.
 
-The speed targets of issue 13 (graph constants, feature channels, a fresh batch, the scaling of
-the graph-constant stage) and of issue 14 (``SentenceConv`` against PyG's convolutions) are
+The speed targets of the graph constants (feature channels, a fresh batch, the scaling of the
+graph-constant stage) and of ``SentenceConv`` (against PyG's convolutions) are
 ratios against these peers, timed interleaved in one process on one thread
 (:func:`benchmarks.perf.cases.run_case`). Every peer below is written plainly from the
 libraries' documented calls, the way a user of that library would write it.
@@ -36,7 +36,7 @@ from benchmarks.perf.cases import Prepared
 from matlang.graphs import Graph
 from matlang.runtime.batch import Batch
 
-#: The graph-constant sentences of issue 13.
+#: The graph-constant sentences of those targets.
 CONSTANT_SENTENCES = ("A ⊙ A²", "tr(A³)", "(A ⊙ A²)² 𝟏")
 
 #: The propagation sentences: L1 and an L3 node sentence, with an (N, d) input.

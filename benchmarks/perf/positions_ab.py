@@ -1,4 +1,4 @@
-"""Issue 36, round 6: the places of a masked product's entries in its mask by scipy's
+"""The places of a masked product's entries in its mask by scipy's
 ``csr_sample_offsets`` kernel against the vectorised binary search it replaced, on the whole
 call as users make it (a new PyG ``Data``, ``compile(s, cache=False)``), in one process.
 

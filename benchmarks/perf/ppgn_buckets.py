@@ -1,6 +1,6 @@
 """PPGN on TU batches: padded per size bucket against padded to the batch's largest graph.
 
-    python -m benchmarks.perf.ppgn_buckets            # writes benchmarks/ppgn-buckets.json, .md
+    python -m benchmarks.perf.ppgn_buckets            # writes results/perf/ppgn-buckets.json, .md
 
 PPGN's layers cost O(n³) per graph once padded to n (dense n×n products per channel), so a
 batch padded to its largest graph pays n_max³ for every graph. :func:`runtime.models.ppgn.
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from benchmarks.records import provenance, write_json
+from benchmarks.records import PERF_DIR, provenance, write_json
 from matlang.runtime.batch import Batch
 from matlang.runtime.models.ppgn import size_buckets
 
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="benchmarks/ppgn-buckets")
+    p.add_argument("--out", default=str(PERF_DIR / "ppgn-buckets"))
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     torch.set_num_threads(1)

@@ -3,7 +3,7 @@
 Profiles the compiled module and the hand-written implementation of one benchmarked sentence
 with ``cProfile`` (Python functions, cumulative time, so a kernel shows under the function of
 the project that called it) and prints the top entries of each, per call. This is how the causes
-named in ``results.md``'s notes were found.
+named in ``perf.md``'s notes were found.
 """
 
 from __future__ import annotations

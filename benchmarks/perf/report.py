@@ -1,4 +1,4 @@
-"""``results.md``: the benchmark results as Markdown tables."""
+"""``perf.md``: the benchmark results as Markdown tables."""
 
 from __future__ import annotations
 
@@ -405,7 +405,7 @@ def _iso(data: dict[str, Any]) -> list[str]:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """The whole ``results.md``."""
+    """The whole ``perf.md``."""
     m = data["meta"]
     head = [
         "# matlang benchmarks",

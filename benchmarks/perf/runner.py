@@ -11,7 +11,7 @@ Groups (each a list of cases, see :mod:`benchmarks.perf.cases`):
 ``iso``          ``matlang bench iso --dataset graph8c`` (100 seeds): wall time
 
 Every case runs in a fresh process by default (``isolate``). :func:`run` writes
-``results.json`` (every case and a ``summary``), ``results.md`` and ``scaling.png``.
+``perf.json`` (every case and a ``summary``), ``perf.md`` and ``scaling.png``, in ``results/perf/``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from benchmarks.perf.peer_groups import (
 )
 from benchmarks.perf.timing import available_bytes, load_average, loglog_fit, thread_env
 from benchmarks.perf.workloads import Workload
-from benchmarks.records import git_commit, versions
+from benchmarks.records import PERF_DIR, git_commit, versions
 from matlang.evaluator import to_json
 
 GROUPS = ("handwritten", "dense", "scaling", "backends", "models", "iso", *PEER_GROUPS)
@@ -44,6 +44,8 @@ SENTENCES = tuple(HANDWRITTEN)
 L1, L3, TRACE = SENTENCES
 SCALING_SENTENCES = (L3, TRACE)
 ROOT = Path(__file__).resolve().parent.parent
+#: The files a run writes in ``Config.out`` (with ``scaling.png``).
+PERF_JSON, PERF_MD = "perf.json", "perf.md"
 
 #: The issue's base range of the scaling runs is E = 10⁴ … 10⁶ (10⁷ "if memory allows"); the fit
 #: over it is reported beside the fit over every size run.
@@ -64,12 +66,12 @@ class Config:
     """What to run, and how big. :meth:`quick` is a few-second version (the smoke test)."""
 
     groups: tuple[str, ...] = GROUPS
-    out: Path = Path(__file__).resolve().parent.parent  # benchmarks/, beside its README
+    out: Path = PERF_DIR  # results/perf/
     threads: int | None = 1
     isolate: bool = True
     progress: bool = True
     plot: bool = True
-    #: replace only the groups run in ``out/results.json``, keeping the other groups' cases
+    #: replace only the groups run in ``out/perf.json``, keeping the other groups' cases
     update: bool = False
     warmup: int = 2
     repeats: int = 7
@@ -552,7 +554,7 @@ def _worst(
 
 
 def summarize(results: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
-    """The ``summary`` object of ``results.json`` (worst cases, see :data:`TARGETS`)."""
+    """The ``summary`` object of ``perf.json`` (worst cases, see :data:`TARGETS`)."""
     s: dict[str, Any] = {}
     s["compiled_over_handwritten"], s["compiled_over_handwritten_case"] = _worst(
         results, "handwritten", "compiled_over_handwritten", max
@@ -687,9 +689,9 @@ def _updated(
 
 
 def rewrite(out: Path, config: Config | None = None) -> dict[str, Any]:
-    """Recompute the summary of ``out/results.json`` from its cases and rewrite it and
-    ``results.md`` (no case is run; the meta, with its commits, stays)."""
-    path = Path(out) / "results.json"
+    """Recompute the summary of ``out/perf.json`` from its cases and rewrite it and
+    ``perf.md`` (no case is run; the meta, with its commits, stays)."""
+    path = Path(out) / PERF_JSON
     data = json.loads(path.read_text(encoding="utf-8"))
     cfg = config or Config(out=Path(out))
     data["summary"] = summarize(data["cases"], cfg)
@@ -701,7 +703,7 @@ def rewrite(out: Path, config: Config | None = None) -> dict[str, Any]:
 def _write(data: dict[str, Any], config: Config) -> None:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(
+    (out / PERF_JSON).write_text(
         json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     from benchmarks.perf.peer_report import peer_markdown
@@ -709,7 +711,7 @@ def _write(data: dict[str, Any], config: Config) -> None:
 
     peers = peer_markdown(data)
     text = markdown(data) + ("\n" + "\n".join(peers).rstrip() + "\n" if peers else "")
-    (out / "results.md").write_text(text, encoding="utf-8")
+    (out / PERF_MD).write_text(text, encoding="utf-8")
     if config.plot and data["scaling"]:
         from benchmarks.perf.plot import plot_scaling
 
@@ -717,7 +719,7 @@ def _write(data: dict[str, Any], config: Config) -> None:
 
 
 def run(config: Config) -> dict[str, Any]:
-    """Run the configured groups; write ``results.json``, ``results.md`` and ``scaling.png``."""
+    """Run the configured groups; write ``perf.json``, ``perf.md`` and ``scaling.png``."""
     unknown = [g for g in config.groups if g not in GROUP_FUNCTIONS]
     if unknown:
         raise ValueError(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
@@ -732,7 +734,7 @@ def run(config: Config) -> dict[str, Any]:
     out = Path(config.out)
     results = r.results
     if config.update:
-        meta, results = _updated(out / "results.json", meta, results, config.groups)
+        meta, results = _updated(out / PERF_JSON, meta, results, config.groups)
     data: dict[str, Any] = {
         "meta": meta,
         "summary": summarize(results, config),

@@ -1,7 +1,7 @@
-"""Spectral preprocessing benchmark (issue 15): GNNML3 supports and ChebNet's λmax without
+"""Spectral preprocessing benchmark: GNNML3 supports and ChebNet's λmax without
 eigendecompositions, against the dense path and PyG's ``LaplacianLambdaMax``.
 
-    python -m benchmarks.perf.spectral            # writes benchmarks/spectral.json and .md
+    python -m benchmarks.perf.spectral            # writes results/perf/spectral.json and .md
     python -m benchmarks.perf.spectral --quick    # small sizes only (a smoke run)
 
 One thread. Times are min over interleaved repeats (one call for the largest cases); memory
@@ -34,9 +34,10 @@ from benchmarks.perf.timing import (
     time_interleaved,
 )
 from benchmarks.perf.workloads import sparse_erdos_renyi
+from benchmarks.records import PERF_DIR
 from matlang.runtime import preprocess as pp
 
-OUT = Path(__file__).resolve().parents[1]
+OUT = PERF_DIR
 
 
 def grid_edges(rows: int, cols: int) -> torch.Tensor:
@@ -176,7 +177,7 @@ def run(quick: bool, dense_max: int) -> dict[str, Any]:
 def markdown(res: dict[str, Any]) -> str:
     s = res["summary"]
     lines = [
-        "# Spectral preprocessing (issue 15)",
+        "# Spectral preprocessing",
         "",
         f"`{res['meta']['command']}`, one thread, load average {res['meta']['load_average']}.",
         "",

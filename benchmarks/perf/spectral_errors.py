@@ -1,4 +1,4 @@
-"""Approximation error of the GNNML3 supports on the paper's datasets (issue 15's target: every
+"""Approximation error of the GNNML3 supports on the paper's datasets (the target: every
 default support within 1e-6, max abs entry on the mask, of the exact eigendecomposition).
 
     python -m benchmarks.perf.spectral_errors              # writes benchmarks/spectral-errors.*
@@ -25,10 +25,11 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks.perf.timing import load_average, set_threads
+from benchmarks.records import PERF_DIR
 from matlang.runtime import datasets
 from matlang.runtime.preprocess import SupportConfig, gnnml3_supports
 
-OUT = Path(__file__).resolve().parents[1]
+OUT = PERF_DIR
 TARGET = 1e-6
 # the expansion forced at every size (by default, graphs under EXACT_BELOW nodes — all of
 # these but the grid — get the eigendecomposition itself, error 0)
@@ -75,7 +76,7 @@ def measure(graphs: list[Any], cfg: SupportConfig) -> dict[str, Any]:
 
 def markdown(res: dict[str, Any]) -> str:
     lines = [
-        "# GNNML3 support error on the paper's datasets (issue 15)",
+        "# GNNML3 support error on the paper's datasets",
         "",
         f"`{res['meta']['command']}`, one thread, load average {res['meta']['load_average']}.",
         f"Target: every entry within {TARGET:g} of the exact eigendecomposition — "

@@ -7,9 +7,9 @@ Both train on randomgraph's triangle targets with Adam; each arm runs ``--steps`
 interleaved over ``--repeats``, one thread, and the min over repeats is kept. The result is
 seconds per seed-step and per seed-epoch (the train split's steps), and their ratio::
 
-    python -m benchmarks.perf.stacked --seeds 10 --steps 40 --out benchmarks/stacked.json
+    python -m benchmarks.perf.stacked --seeds 10 --steps 40 --out results/perf/stacked.json
     python -m benchmarks.perf.stacked --models mlp,gcn,chebnet,gat --batch-size 64 --seeds 7 \
-        --out benchmarks/stacked-models.json
+        --out results/perf/stacked-models.json
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The ``matlang`` command line.
 
 Each subcommand lives in its own module of this package exposing ``register(subparsers)``, which
-adds a parser and sets ``func`` (called with the parsed namespace, returning an exit code). Errors
-the user can cause are :class:`~matlang.errors.MatlangError` and are printed without a traceback.
+adds a parser and sets ``func`` (called with the parsed namespace, returning an exit code). Other
+distributions add commands through the ``matlang.cli`` entry point group
+(:mod:`matlang.cli.plugins`: the experiments' ``bench`` and ``report``). Errors the user can
+cause are :class:`~matlang.errors.MatlangError` and are printed without a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any, NoReturn
 
 from matlang.cli import (
     bank,
-    bench,
     classify,
     compile,
     data,
@@ -25,15 +26,16 @@ from matlang.cli import (
     models,
     parse,
     pattern,
-    report,
+    plugins,
     wl,
 )
 from matlang.errors import MatlangError
 
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
-#: the command runs, so ``matlang parse|eval|classify|wl`` start without torch.
-COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data, bench, report)
+#: the command runs, so ``matlang parse|eval|classify|wl`` start without torch. The plugins'
+#: commands (:mod:`matlang.cli.plugins`) follow them.
+COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data)
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    plugins.register(sub)
     return parser
 
 

@@ -110,44 +110,6 @@ def _parse_file(path: Path, text: str, args: argparse.Namespace) -> Any:
     return program
 
 
-# --------------------------------------------------------------------------- the experiments
-
-#: How to get the experiments when they are not installed (they are not part of the wheel).
-BENCHMARKS_HINT = (
-    "the experiments are the separate distribution matlang-benchmarks: from a clone of the "
-    "repository, run `pip install -e benchmarks` (bash .ci/setup does)"
-)
-
-
-def benchmarks_installed() -> bool:
-    """Whether the ``benchmarks`` distribution (the paper's experiments) can be imported: a
-    package named ``benchmarks`` whose folder holds ``paper/`` and ``records.py`` (a user's own
-    ``benchmarks/`` folder in the working directory is not it)."""
-    from importlib.util import find_spec
-
-    try:
-        spec = find_spec("benchmarks")
-    except (ImportError, ValueError):
-        return False
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    return any(
-        (Path(loc) / "paper").is_dir() and (Path(loc) / "records.py").is_file()
-        for loc in spec.submodule_search_locations
-    )
-
-
-def add_missing_benchmarks(sub: Any, name: str, help: str) -> None:
-    """Register ``name`` as a command that says how to install the experiments."""
-    p = sub.add_parser(name, help=f"{help} (needs matlang-benchmarks)", add_help=True)
-    p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-
-    def missing(args: Any) -> int:
-        raise MatlangError(f"matlang {name}: {BENCHMARKS_HINT}")
-
-    p.set_defaults(func=missing)
-
-
 def output_options(p: argparse.ArgumentParser, *, threads: int | None = None) -> None:
     """Where a run's summary and result file go, and torch's threads (``threads``: the
     default, ``None`` for torch's choice); every bench that writes a result file takes them."""

@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--config",
         default=None,
-        help="only this named configuration (iso, count, spectral, brec, brec-xavier)",
+        help="only this named configuration (default; with the experiments installed also "
+        "iso, count, spectral, brec, brec-xavier)",
     )
     p.add_argument("--task", choices=("graph", "node"), default="graph")
     p.set_defaults(func=run)
@@ -34,8 +35,9 @@ def rows(
     in_dim: int = 1, out_dim: int = 1, config: str | None = None, task: str = "graph"
 ) -> list[dict[str, Any]]:
     """One row per (model, named configuration)."""
-    from matlang.runtime.models import MODELS, build_model
+    from matlang.runtime.models import MODELS, build_model, load_named_configs
 
+    load_named_configs()  # those of installed plugins (the experiments: iso, count, ...)
     if in_dim < 1 or out_dim < 1:
         raise MatlangError(f"--in-dim and --out-dim must be positive, got {in_dim}, {out_dim}")
     out = []

@@ -1,14 +1,13 @@
 """Reference models (MLP, GCN, GAT, GIN, ChebNet, PPGN, GNNML1, GNNML3) and their registry.
 
 ``build_model(name, in_dim, out_dim, config=..., task=...)`` builds one; ``config`` is a named
-configuration (``"iso"``: the paper's isomorphism tests, 3 layers, sum readout and a linear
-layer; ``"count"``: substructure counting, 4 layers, sum readout and two linear layers — both
-around 30K parameters like every model in the paper; GNNML3 also has ``"spectral"``, the
-counting architecture on the paper's default supports (normalised Laplacian, 5 bands), which
-is its default; PPGN also has ``"brec"``, the
-architecture BREC published PPGN's row with, and ``"brec-xavier"``, that with BREC's
-initialisation), a mapping of fields overriding the
-default configuration, or a config object.
+configuration, a mapping of fields overriding the default configuration, or a config object.
+The library names one configuration per model, ``"default"`` (4 layers, sum readout and two
+linear layers, around 30K parameters; GNNML3 on the normalised Laplacian's 5 bands). Other
+configurations are registered by name through :func:`register_config`; the experiments
+(``pip install -e benchmarks``: the paper's ``iso``, ``count``, ``spectral``, ``brec`` and
+``brec-xavier``) do so through the ``matlang.model_configs`` entry point group, loaded the first
+time a name is not found here.
 """
 
 from __future__ import annotations
@@ -28,22 +27,25 @@ from matlang.runtime.models.gnnml1 import GNNML1
 from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Config
 from matlang.runtime.models.mlp import MLP
 from matlang.runtime.models.ppgn import PPGN, PPGNConfig
-from matlang.runtime.preprocess import PreprocessCache, SupportConfig
+from matlang.runtime.preprocess import PreprocessCache
 
-#: The named configuration used when none is given (unless a model names its own default,
-#: :attr:`ModelSpec.default`).
-DEFAULT_CONFIG = "count"
+#: The name of each model's one configuration in the library, used when none is given.
+DEFAULT_CONFIG = "default"
+
+#: Entry point group of distributions that name configurations: each entry point is a function
+#: of no arguments that calls :func:`register_config`.
+CONFIG_GROUP = "matlang.model_configs"
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model class, its configuration class, its named configurations and the one used
-    when none is given (``default``)."""
+    """A model class, its configuration class, its named configurations (:data:`DEFAULT_CONFIG`
+    and those :func:`register_config` added) and the one used when none is given."""
 
     name: str
     model: type[GraphModel]
     summary: str
-    configs: Mapping[str, ModelConfig] = field(default_factory=dict)
+    configs: dict[str, ModelConfig] = field(default_factory=dict)
     default: str = DEFAULT_CONFIG
 
     @property
@@ -51,117 +53,102 @@ class ModelSpec:
         return self.model.config_class
 
 
-def _iso(cls: type[ModelConfig], **kw: Any) -> ModelConfig:
-    return cls(layers=3, readout=("sum",), head=(), **kw)
+def _default(cls: type[ModelConfig], **kw: Any) -> dict[str, ModelConfig]:
+    """4 layers, sum readout, two linear layers (one hidden of 32): the paper's counting
+    architecture, ~30K parameters at the widths below."""
+    return {DEFAULT_CONFIG: cls(layers=4, readout=("sum",), head=(32,), **kw)}
 
-
-def _count(cls: type[ModelConfig], **kw: Any) -> ModelConfig:
-    return cls(layers=4, readout=("sum",), head=(32,), **kw)
-
-
-#: BREC's PPGN (configs/BREC.json of GraphPKU/BREC), with torch's initialisation.
-_BREC_PPGN = PPGNConfig(
-    hidden=32,
-    layers=5,
-    readout=("max",),
-    head=(),
-    bias=True,
-    m3_relu=False,
-    norm=True,
-    norm_momentum=1.0,
-    output_norm=True,
-)
 
 #: Every reference model, by name.
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
         ModelSpec(
-            "mlp",
-            MLP,
-            "graph-agnostic MLP on node features",
-            {"iso": _iso(ModelConfig, hidden=120), "count": _count(ModelConfig, hidden=94)},
+            "mlp", MLP, "graph-agnostic MLP on node features", _default(ModelConfig, hidden=94)
         ),
         ModelSpec(
             "gcn",
             GCN,
             "GCN, C = (D+I)^-1/2 (A+I) (D+I)^-1/2",
-            {"iso": _iso(ModelConfig, hidden=120), "count": _count(ModelConfig, hidden=94)},
+            _default(ModelConfig, hidden=94),
         ),
         ModelSpec(
             "gat",
             GAT,
             "GAT, attention supports, heads concatenated",
-            {
-                "iso": _iso(GATConfig, hidden=120, heads=8),
-                "count": _count(GATConfig, hidden=92, heads=4),
-            },
+            _default(GATConfig, hidden=92, heads=4),
         ),
         ModelSpec(
-            "gin",
-            GIN,
-            "GIN-eps, C = A + (1+eps) I then an MLP",
-            {"iso": _iso(GINConfig, hidden=76), "count": _count(GINConfig, hidden=62)},
+            "gin", GIN, "GIN-eps, C = A + (1+eps) I then an MLP", _default(GINConfig, hidden=62)
         ),
         ModelSpec(
             "chebnet",
             ChebNet,
             "ChebNet, K Chebyshev supports, per-graph lambda_max",
-            {
-                "iso": _iso(ChebNetConfig, hidden=54, K=5),
-                "count": _count(ChebNetConfig, hidden=44, K=5),
-            },
+            _default(ChebNetConfig, hidden=44, K=5),
         ),
         ModelSpec(
             "ppgn",
             PPGN,
             "PPGN (3-WL), dense n x n, padded batches",
-            {
-                "iso": _iso(PPGNConfig, hidden=56),
-                "count": _count(PPGNConfig, hidden=38),
-                # BREC's PPGN (its configs/BREC.json and Maron et al.'s model): 5 blocks of 32
-                # with biases and no ReLU after m_3, batch norm after each, max readouts of
-                # each block's diagonal and off-diagonal, one linear layer, batch-normalised
-                # outputs; torch's initialisation ...
-                "brec": _BREC_PPGN,
-                # ... and BREC's: Xavier-normal weights, zero biases
-                "brec-xavier": dataclasses.replace(_BREC_PPGN, init="xavier"),
-            },
+            _default(PPGNConfig, hidden=38),
         ),
         ModelSpec(
             "gnnml1",
             GNNML1,
             "GNNML1 (Eq. 3), as powerful as 1-WL",
-            {"iso": _iso(ModelConfig, hidden=60), "count": _count(ModelConfig, hidden=48)},
+            _default(ModelConfig, hidden=48),
         ),
         ModelSpec(
             "gnnml3",
             GNNML3,
             "GNNML3 (Eq. 6-8), spectral supports on the configuration's basis (the adjacency "
             "or the normalised Laplacian)",
-            {
-                "iso": _iso(GNNML3Config, hidden=30, product_channels=30),
-                "count": _count(
-                    GNNML3Config,
-                    hidden=17,
-                    product_channels=17,
-                    # the paper's choice for substructure counting
-                    support=SupportConfig(basis="adjacency", num_bands=10),
-                ),
-                # the counting architecture on the paper's default supports ("the normalised
-                # Laplacian for all problems, except Zinc12K and substructure counting", 5
-                # bands, b = 5): SupportConfig(), what the spectral benchmark measures. The
-                # default: on a 316 x 316 grid its supports took 1.5–1.9 s against 30–35 s for
-                # ``count``'s (the adjacency spectrum is 4x as wide, so its bands need a
-                # Chebyshev order 64 for 1e-6 where the Laplacian's need 18, and the probing
-                # work grows with the cube of the order; benchmarks/README.md, issue 36). Width
-                # 23: ~29K parameters like the others (6 supports where count has 11)
-                "spectral": _count(GNNML3Config, hidden=23, product_channels=23),
-            },
-            default="spectral",
+            # the paper's default supports ("the normalised Laplacian for all problems, except
+            # Zinc12K and substructure counting", 5 bands, b = 5): SupportConfig(). The
+            # adjacency spectrum is 4x as wide, so its bands need a far higher Chebyshev order
+            # for the same error, and the probing work grows with the cube of the order. Width
+            # 23: ~29K parameters like the others (6 supports)
+            _default(GNNML3Config, hidden=23, product_channels=23),
         ),
     )
 }
+
+
+def register_config(model: str, name: str, config: ModelConfig) -> None:
+    """Name ``config`` for ``model``: ``build_model(model, ..., config=name)`` then builds it.
+
+    Registering the same configuration again under its name does nothing; another one under a
+    name already taken is an error, as is a config object of another model's class."""
+    spec = get_spec(model)
+    if not isinstance(config, spec.config_class):
+        raise MatlangError(
+            f"model {spec.name!r} needs a {spec.config_class.__name__}, got {type(config).__name__}"
+        )
+    old = spec.configs.get(name)
+    if old is not None and old != config:
+        raise MatlangError(f"model {spec.name!r} has another configuration named {name!r}")
+    spec.configs.setdefault(name, config)
+
+
+_plugins_loaded = False
+
+
+def load_named_configs() -> None:
+    """Run the ``matlang.model_configs`` entry points once (the experiments' configurations),
+    so that :data:`MODELS` lists every installed named configuration."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=CONFIG_GROUP):
+        try:
+            register = ep.load()
+        except ImportError:  # a plugin installed whose code is gone: its names stay unknown
+            continue
+        register()
 
 
 def model_names() -> list[str]:
@@ -180,18 +167,26 @@ def resolve_config(
 ) -> ModelConfig:
     """The configuration object meant by ``config`` for model ``name``.
 
-    ``None``: the model's default named configuration (:attr:`ModelSpec.default`:
-    :data:`DEFAULT_CONFIG` unless the model names another); a string: a named configuration;
-    a mapping: fields replaced in the default named configuration; a config object: itself.
+    ``None``: the model's default configuration (:attr:`ModelSpec.default`); a string: a named
+    configuration (the library's ``"default"`` or one :func:`register_config` added); a
+    mapping: fields replaced in the default configuration; a config object: itself.
     """
     spec = get_spec(name)
     if config is None:
         return spec.configs[spec.default]
     if isinstance(config, str):
         if config not in spec.configs:
+            load_named_configs()
+        if config not in spec.configs:
+            hint = (
+                " (the paper's iso, count, spectral, brec and brec-xavier come with the "
+                "experiments: pip install -e benchmarks)"
+                if len(spec.configs) == 1
+                else ""
+            )
             raise MatlangError(
                 f"model {spec.name!r} has no configuration {config!r}; "
-                f"known: {', '.join(spec.configs)}"
+                f"known: {', '.join(spec.configs)}{hint}"
             )
         return spec.configs[config]
     if isinstance(config, ModelConfig):
@@ -255,6 +250,7 @@ def build_model(
 
 
 __all__ = [
+    "CONFIG_GROUP",
     "DEFAULT_CONFIG",
     "GAT",
     "GCN",
@@ -271,7 +267,9 @@ __all__ = [
     "ModelSpec",
     "build_model",
     "get_spec",
+    "load_named_configs",
     "model_names",
+    "register_config",
     "replace_fields",
     "resolve_config",
 ]

@@ -239,7 +239,7 @@ class PPGNConfig(ModelConfig):
             graph8c and sr25 (graphs of 8 and 25 nodes).
         buckets: pad a batch per size bucket (:func:`size_buckets`); ``False``: every graph
             to the batch's largest (the same numbers up to rounding, ~8-10× slower on TU
-            batches; ``benchmarks/ppgn-buckets.md``).
+            batches; ``results/perf/ppgn-buckets.md``).
         m3_relu: ReLU after every block's ``m_3`` (the appendix); Maron et al.'s code, and
             BREC's PPGN with it, has none there.
         norm: :class:`MaskedBatchNorm` (no affine parameters) after every block, as BREC's

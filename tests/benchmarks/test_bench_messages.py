@@ -1,4 +1,4 @@
-"""What ``matlang bench`` tells a user (issue 30, item 5): refusals that offer only options the
+"""What ``matlang bench`` tells a user: refusals that offer only options the
 bench has, ``--help`` listing the models a bench takes, a perf summary that claims only the
 files it wrote, a Ctrl-C message that is a command to run, accuracy in % everywhere, plain
 values from ``bench merge``, and no progress bars in a log."""
@@ -90,8 +90,8 @@ def test_perf_claims_only_the_files_it_wrote(
     assert "None" not in printed.out
     assert "time_exponent: not measured (group scaling: not run)" in printed.out
     wrote = printed.out.strip().splitlines()[-1]
-    assert wrote == f"wrote {out / 'results.json'}, {out / 'results.md'}"
-    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md"]
+    assert wrote == f"wrote {out / 'perf.json'}, {out / 'perf.md'}"
+    assert sorted(p.name for p in out.iterdir()) == ["perf.json", "perf.md"]
     assert "case/s" not in printed.err  # no progress bar: stderr is not a terminal
     assert perf(["--groups", "backend", "--out", str(out)]) == 1
     assert "did you mean 'backends'?" in capsys.readouterr().err
@@ -177,7 +177,7 @@ def test_merge_prints_plain_values(
 def test_progress_bars_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every protocol is started through one function, which turns the bars off when stderr
     is not a terminal (a log, a pipe) and leaves --no-progress as given on one."""
-    from matlang.cli import bench
+    from benchmarks import cli as bench
 
     seen = []
     fake = type(sys)("benchmarks.paper.fake")

@@ -64,10 +64,10 @@ def quick_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]
 
 def test_runner_writes_every_file(quick_results: tuple[Path, dict]) -> None:
     out, data = quick_results
-    loaded = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    loaded = json.loads((out / "perf.json").read_text(encoding="utf-8"))
     assert loaded == json.loads(json.dumps(data))  # what run returns is what it wrote
     assert set(loaded) == {"meta", "summary", "scaling", "cases"}
-    md = (out / "results.md").read_text(encoding="utf-8")
+    md = (out / "perf.md").read_text(encoding="utf-8")
     for title in ("## Summary", "hand-written", "dense evaluator", "Scaling", "Backends", "PPGN"):
         assert title in md
     assert (out / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -89,7 +89,7 @@ def test_summary_ratios_are_positive_and_finite(quick_results: tuple[Path, dict]
         assert isinstance(s["memory_exponent"], float) and math.isfinite(s["memory_exponent"])
     if not HAVE_SPARSE:  # no reference to compare with: no ratio, and the report says why
         assert s["compiled_over_handwritten"] is None and s["torch_over_torch_sparse"] is None
-        md = (quick_results[0] / "results.md").read_text(encoding="utf-8")
+        md = (quick_results[0] / "perf.md").read_text(encoding="utf-8")
         assert "skipped: needs torch-sparse and torch-scatter" in md and "| error" not in md
         return
     assert _positive_finite(s["compiled_over_handwritten"])
@@ -134,7 +134,7 @@ def test_update_replaces_only_the_groups_run(
     quick_results: tuple[Path, dict], tmp_path: Path
 ) -> None:
     out, data = quick_results
-    shutil.copy(out / "results.json", tmp_path / "results.json")
+    shutil.copy(out / "perf.json", tmp_path / "perf.json")
     cfg = Config.quick(
         out=tmp_path,
         isolate=False,
@@ -158,10 +158,10 @@ def test_update_replaces_only_the_groups_run(
         new["summary"]["dense_over_compiled_n10000"]
         == data["summary"]["dense_over_compiled_n10000"]
     )
-    on_disk = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    on_disk = json.loads((tmp_path / "perf.json").read_text(encoding="utf-8"))
     assert on_disk["cases"] == new["cases"]
     assert "- updated (`--update`): group(s) backends re-run" in (
-        tmp_path / "results.md"
+        tmp_path / "perf.md"
     ).read_text(encoding="utf-8")
 
 

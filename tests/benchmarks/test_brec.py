@@ -369,7 +369,7 @@ def _brec_ppgn_row(tmp_path: Path, capsys: pytest.CaptureFixture[str], pairs: st
     assert "another settings" in capsys.readouterr().err
     assert main([*base, "--config", "huge", "--pairs", "1"]) == 1
     assert (
-        "has no configuration 'huge'; known: iso, count, brec, brec-xavier"
+        "has no configuration 'huge'; known: default, iso, count, brec, brec-xavier"
         in capsys.readouterr().err
     )
     assert main([*base, "--batch-size", "15", "--pairs", "1"]) == 1

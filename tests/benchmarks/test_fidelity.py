@@ -1,4 +1,4 @@
-"""Issue 34: GNNML3 in the paper's configuration per protocol, its parameter budget, the full
+"""GNNML3 in the paper's configuration per protocol, its parameter budget, the full
 model configuration in every result file, and result files written only from a clean tree."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _params(model: object) -> int:
 def test_gnnml3_basis_per_protocol(protocol: str, basis: str) -> None:
     assert PAPER_BASIS[protocol] == basis
     assert model_configuration("gnnml3", protocol).support.basis == basis
-    # the variant keeps the configuration that ran before issue 34
+    # the variant keeps the configuration that ran before the paper's basis per protocol
     assert model_configuration("gnnml3-adjacency", protocol).support.basis == "adjacency"
 
 
@@ -112,9 +112,9 @@ def test_adjacency_variant_is_the_model_that_ran(
     file: str, in_dim: int, out_dim: int, protocol: str, task: str
 ) -> None:
     """``gnnml3-adjacency`` builds exactly the model of the result files written before
-    issue 34 (same configuration, same parameter count), ``gnnml3-sigmoid`` that of the files
-    in the paper's basis with Eq. 7's sigmoids; a file re-run since in the paper's
-    configuration is exactly what ``gnnml3`` builds now."""
+    the paper's basis per protocol (same configuration, same parameter count),
+    ``gnnml3-sigmoid`` that of the files in the paper's basis with Eq. 7's sigmoids; a file
+    re-run since in the paper's configuration is exactly what ``gnnml3`` builds now."""
     path = RESULTS / file
     if not path.exists():
         pytest.skip(f"{file} not in results/")

@@ -452,8 +452,13 @@ def test_bench_never_replaces_a_result_without_force(
     limited = tmp_path / "count-paperlike-star-gin.limit12.json"
     first = json.loads(limited.read_text())
     assert first["config"]["limit"] == 12 and "partial" not in first
-    # the same run again, or with other settings: refused, the file untouched
-    assert _count_cli(tmp_path, "--seeds", "1", "--limit", "12") == 1
+    # the same run again: nothing to do (exit 0); with other settings: refused; the file
+    # untouched either way
+    assert _count_cli(tmp_path, "--seeds", "1", "--limit", "12") == 0
+    err = capsys.readouterr().err
+    assert "already holds this run (the same settings, seed 0): nothing to do" in err
+    assert "--force runs it again" in err
+    assert _count_cli(tmp_path, "--seeds", "1", "--first-seed", "1", "--limit", "12") == 1
     err = capsys.readouterr().err
     assert "never replaced without --force" in err and "the same settings; it holds seed 0" in err
     assert _count_cli(tmp_path, "--seeds", "1", "--limit", "12", "--epochs", "2") == 1

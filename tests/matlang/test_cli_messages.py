@@ -1,4 +1,4 @@
-"""What the command line tells a user (issue 30, item 5): "did you mean" for a mistyped
+"""What the command line tells a user: "did you mean" for a mistyped
 command, function or graph; errors as JSON under ``--json``; graph6 strings where classify
 prints them; a file of sentences that goes on past a bad line."""
 

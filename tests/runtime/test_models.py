@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.models import MODELS, build_model, resolve_config
 from matlang.runtime.models.base import GraphModel
 from matlang.runtime.models.gat import GATConfig
+from matlang.runtime.models.gin import GINConfig
 from matlang.runtime.models.gnnml1 import GNNML1Conv
 from matlang.runtime.models.gnnml3 import GNNML3, GNNML3Conv, SupportOperator
 
@@ -66,15 +68,26 @@ def two_triangles() -> Graph:
 # --------------------------------------------------------------------------- shapes & inputs
 
 
+#: The paper's isomorphism-test architecture (benchmarks/paper/configs.py's ``iso``) as fields
+#: over the library's default: 3 layers, no hidden linear layer, each model's width.
+_ISO_WIDTH = {"mlp": 120, "gcn": 120, "gat": 120, "gin": 76, "chebnet": 54, "ppgn": 56,
+              "gnnml1": 60, "gnnml3": 30}  # fmt: skip
+
+
+def shallow(name: str) -> dict[str, Any]:
+    extra = {"gat": {"heads": 8}, "gnnml3": {"product_channels": 30}}.get(name, {})
+    return {"layers": 3, "head": [], "hidden": _ISO_WIDTH[name], **extra}
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_graph_and_node_outputs(name: str) -> None:
     graphs = [named("decalin"), named("cycle5"), named("star3")]
     torch.manual_seed(0)
-    g = build_model(name, 1, 3, "iso")
+    g = build_model(name, 1, 3, shallow(name))
     out = g(graphs)
     assert out.shape == (3, 3) and out.dtype == torch.float32
     assert torch.isfinite(out).all()
-    nd = build_model(name, 1, 2, "count", task="node")
+    nd = build_model(name, 1, 2, "default", task="node")
     assert nd(graphs).shape == (10 + 5 + 4, 2)
 
 
@@ -435,7 +448,7 @@ def toy_batch(task: str) -> tuple[Batch, Tensor]:
 def test_every_model_trains(name: str, task: str) -> None:
     torch.manual_seed(0)
     batch, y = toy_batch(task)
-    model = build_model(name, 1, y.shape[1], "iso", task=task)  # type: ignore[arg-type]
+    model = build_model(name, 1, y.shape[1], shallow(name), task=task)  # type: ignore[arg-type]
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses = []
     for _ in range(15):
@@ -682,29 +695,48 @@ def test_models_agree_across_backends(name: str) -> None:
 # --------------------------------------------------------------------------- registry & CLI
 
 
-def test_named_configurations_are_about_30k_parameters() -> None:
+def test_the_library_names_one_configuration_per_model_of_about_30k_parameters() -> None:
+    """The library's own configuration of each model, ``default`` (the paper's named ones come
+    with the experiments: tests/benchmarks/test_configs.py)."""
     for name, spec in MODELS.items():
-        # the paper's two sizes for every model; PPGN also has BREC's own configuration,
-        # GNNML3 the counting architecture on the paper's default supports (its default)
-        extra = {"ppgn": {"brec", "brec-xavier"}, "gnnml3": {"spectral"}}.get(name, set())
-        assert set(spec.configs) == {"iso", "count"} | extra
-        for cfg in ("iso", "count", *({"spectral"} & extra)):
-            n = build_model(name, 1, 1, cfg).num_parameters()
-            assert 25_000 <= n <= 35_000, f"{name}/{cfg}: {n}"
-        assert spec.configs["iso"].layers == 3 and spec.configs["count"].layers == 4
+        assert spec.default == "default" and "default" in spec.configs
+        assert spec.configs["default"].layers == 4
+        n = build_model(name, 1, 1).num_parameters()
+        assert 25_000 <= n <= 35_000, f"{name}: {n}"
+
+
+def test_register_config_names_a_configuration() -> None:
+    from matlang.runtime.models import register_config
+
+    spec = MODELS["gin"]
+    mine = GINConfig(hidden=8, layers=2)
+    try:
+        register_config("gin", "test-small", mine)
+        register_config("gin", "test-small", GINConfig(hidden=8, layers=2))  # again: no change
+        assert resolve_config("gin", "test-small") is mine
+        assert build_model("gin", 1, 1, "test-small").config == mine
+        with pytest.raises(MatlangError, match="another configuration named 'test-small'"):
+            register_config("gin", "test-small", GINConfig(hidden=9, layers=2))
+        with pytest.raises(MatlangError, match="needs a GINConfig"):
+            register_config("gin", "test-gat", GATConfig())
+    finally:
+        spec.configs.pop("test-small", None)
+    with pytest.raises(MatlangError, match="no configuration 'no-such-configuration'; known: "):
+        resolve_config("gin", "no-such-configuration")
 
 
 def test_gnnml3_default_is_the_benchmarked_supports_and_count_stays_by_name() -> None:
-    """Issue 36: GNNML3's default preprocessing is the configuration the spectral benchmark
-    measures (``SupportConfig()``: normalised Laplacian, 5 bands); ``count`` (adjacency, 10
-    bands) is still there by name. Both within their stated bound of the eigendecomposition;
-    on a 20 × 20 grid the default's expansion needs less than a third of count's order."""
-    default, count = resolve_config("gnnml3"), resolve_config("gnnml3", "count")
-    assert default is MODELS["gnnml3"].configs["spectral"] and default.support == pp.SupportConfig()
+    """GNNML3's default preprocessing is the configuration the spectral benchmark measures
+    (``SupportConfig()``: normalised Laplacian, 5 bands); the paper's counting supports
+    (adjacency, 10 bands) are a field away. Both within their stated bound of the
+    eigendecomposition; on a 20 × 20 grid the default's expansion needs less than a third of
+    the counting supports' order."""
+    default = resolve_config("gnnml3")
+    assert default is MODELS["gnnml3"].configs["default"] and default.support == pp.SupportConfig()
+    count = resolve_config("gnnml3", {"basis": "adjacency", "num_bands": 10})
     assert default.layers == count.layers == 4
-    assert count.support == pp.SupportConfig(basis="adjacency", num_bands=10)
     assert resolve_config("gnnml3", {"num_bands": 7}).support.basis == "normalized_laplacian"
-    assert all(resolve_config(m) is MODELS[m].configs["count"] for m in MODELS if m != "gnnml3")
+    assert all(resolve_config(m) is MODELS[m].configs["default"] for m in MODELS)
     idx = np.arange(400).reshape(20, 20)
     a = np.zeros((400, 400), dtype=int)
     for u, v in ((idx[:-1], idx[1:]), (idx[:, :-1], idx[:, 1:])):
@@ -729,7 +761,7 @@ def test_gnnml3_default_is_the_benchmarked_supports_and_count_stays_by_name() ->
 def test_build_model_configurations_and_errors() -> None:
     m = build_model("gin", 2, 3, {"hidden": 8, "layers": 2})
     assert m.config.hidden == 8 and m.config.layers == 2 and m.config.head == (32,)
-    assert resolve_config("gat", "iso") == MODELS["gat"].configs["iso"]
+    assert resolve_config("gat", "default") == MODELS["gat"].configs["default"]
     assert isinstance(build_model("GAT", 1, 1, GATConfig(hidden=8, heads=2)), GraphModel)
     with pytest.raises(MatlangError, match="unknown model"):
         build_model("gcnn", 1, 1)
@@ -767,12 +799,13 @@ def test_matlang_models_command() -> None:
     assert cli_models in COMMANDS
     rows = json.loads(_models_command(["--json", "--in-dim", "2", "--out-dim", "10"]))
     assert {(r["model"], r["config"]) for r in rows} == {
-        (m, c) for m in MODELS for c in ("iso", "count")
-    } | {("ppgn", "brec"), ("ppgn", "brec-xavier"), ("gnnml3", "spectral")}
+        (m, c) for m in MODELS for c in MODELS[m].configs  # plugins' configurations included
+    }
+    assert {(m, "default") for m in MODELS} <= {(r["model"], r["config"]) for r in rows}
     for r in rows:
         assert r["parameters"] == build_model(r["model"], 2, 10, r["config"]).num_parameters()
-    text = _models_command(["--config", "iso"])
-    assert "gnnml3" in text and "count" not in text.split("\n", 2)[2]
+    text = _models_command(["--config", "default"])
+    assert "gnnml3" in text and "brec" not in text.split("\n", 2)[2]
     with pytest.raises(MatlangError, match="no configuration named"):
         _models_command(["--config", "nope"])
 
@@ -831,3 +864,16 @@ def test_layers_match_pytorch_geometric() -> None:
         theirs_gat.att_dst.copy_(ours_gat.att_dst[None])
         theirs_gat.bias.zero_()
     torch.testing.assert_close(ours_gat(x, ei), theirs_gat(x, ei))
+
+
+def test_without_the_experiments_a_paper_configuration_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import matlang.runtime.models as registry
+
+    spec = MODELS["gin"]
+    monkeypatch.setattr(registry, "load_named_configs", lambda: None)  # no plugin installed
+    bare = dataclasses.replace(spec, configs={"default": spec.configs["default"]})
+    monkeypatch.setitem(registry.MODELS, "gin", bare)
+    with pytest.raises(MatlangError, match="known: default .*pip install -e benchmarks"):
+        build_model("gin", 1, 1, "iso")

@@ -1,4 +1,9 @@
-"""``matlang bench iso|count|exp-classify|filter|bandclass|tu|zinc|mnist75|brec|perf|merge``: the
+"""The ``matlang bench`` and ``matlang report`` commands, which this distribution adds to the
+``matlang`` command line through the ``matlang.cli`` entry point group (``pyproject.toml``:
+``bench = "benchmarks.cli:register"``, ``report = "benchmarks.cli:register_report"``); the
+library itself never imports ``benchmarks``.
+
+``matlang bench iso|count|exp-classify|filter|bandclass|tu|zinc|mnist75|brec|perf|merge``: the
 arguments, then the protocol.
 
 Each protocol lives in ``benchmarks/paper/<protocol>.py`` (its ``bench(args)`` runs it, builds
@@ -36,13 +41,6 @@ def _count_task(text: str) -> str:
 
 def register(sub: Any) -> None:
     """Add ``bench`` (the paper's experiments and ``perf``)."""
-    from matlang.cli.common import add_missing_benchmarks, benchmarks_installed
-
-    if not benchmarks_installed():
-        add_missing_benchmarks(
-            sub, "bench", "run the paper's experiments (Tables 1-4, the TU appendix, BREC)"
-        )
-        return
     b = sub.add_parser(
         "bench",
         help="run the paper's experiments (Tables 1-4, the TU appendix, BREC)",
@@ -302,8 +300,16 @@ def _protocol(module: str) -> Callable[[argparse.Namespace], int]:
         ).bench
         if not sys.stderr.isatty():  # progress bars only on a terminal, never into a log
             args.no_progress = True
+        from benchmarks.records import AlreadyDone, NoNetwork
+
         try:
             return bench(args)
+        except AlreadyDone as done:  # the same run is there: nothing to do, no error
+            print(f"matlang bench {args.bench}: {done}", file=sys.stderr)
+            return 0
+        except NoNetwork as offline:  # data to download, no internet: said, exit 2
+            print(offline, file=sys.stderr)
+            return 2
         except KeyboardInterrupt:  # before the seeds started (loading data, targets)
             print(f"matlang bench {args.bench}: interrupted, nothing written", file=sys.stderr)
             return 130
@@ -432,3 +438,32 @@ def _training(
         + (by_protocol if stop_below is None else str(stop_below))
         + ")",
     )
+
+
+def register_report(sub: Any) -> None:
+    """Add ``report``: assemble result files into Markdown tables and plots."""
+    rep = sub.add_parser(
+        "report",
+        help="assemble results/*.json into Markdown tables and plots",
+        description="Write <out>/report.md and one PNG per paper table from the result files.",
+    )
+    rep.add_argument("--results", default="results", help="folder of result JSON files")
+    rep.add_argument("--out", help="where to write report.md and the PNGs (default: --results)")
+    rep.add_argument("--no-plots", action="store_true", help="Markdown only")
+    rep.add_argument(
+        "--force", action="store_true", help="replace files of those names it did not write"
+    )
+    rep.set_defaults(func=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from benchmarks.paper.report import write_report
+    from benchmarks.paper.report_files import describe_scan, scan_results
+
+    results, skipped = scan_results(args.results)  # what it reads and skips, said first
+    for line in describe_scan(args.results, results, skipped):
+        print(line, file=sys.stderr)
+    written = write_report(args.results, args.out, plots=not args.no_plots, force=args.force)
+    for path in written:
+        print(path)
+    return 0

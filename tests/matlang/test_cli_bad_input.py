@@ -1,4 +1,4 @@
-"""Issue 32, items 6, 7 and 9: inputs that gave a foreign traceback now give the right answer
+"""Bad input on the command line: inputs that gave a foreign traceback now give the right answer
 or a project error (exit 1, one message)."""
 
 from __future__ import annotations
