@@ -17,9 +17,10 @@ Under ``torch.compile`` every stage is a ``torch.library`` custom op (the channe
 a custom-op backward that reruns the interpreter with autograd on): the compiler sees one node
 per op, never traces into the sparse kernels, and their output shapes follow their inputs'
 (``N``, or a graph count the caller passes), so there is no graph break and a new batch shape
-does not recompile under ``dynamic=True``. A stage is
-named by a *key*, the JSON text of its sentences and options, from which it is rebuilt anywhere
-(an unpickled layer, another process).
+does not recompile under ``dynamic=True``. A stage
+is built by its layer from the Plans its sentences were lowered to (each sentence is lowered
+once) and named by a *key*, a hash of its rendered Plans and options, under which the custom
+ops find it; a pickled layer keeps its Plans and builds its stages again when loaded.
 """
 
 from __future__ import annotations
@@ -37,15 +38,20 @@ import torch
 from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
+from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.preprocess import PreprocessCache
 from matlang.runtime.sparse import csr_matrix
 
 
-def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
-    """The key of a stage: what it computes, as canonical JSON."""
-    return json.dumps({"kind": kind, "sentences": list(sentences), **options}, sort_keys=True)
+def stage_key(kind: str, plans: Sequence[Plan], **options: Any) -> str:
+    """The key of a stage: the sha1 of its kind, options and rendered plans (what it
+    computes; two layers of the same sentences and options share a key)."""
+    h = hashlib.sha1(json.dumps({"kind": kind, **options}, sort_keys=True).encode())
+    for plan in plans:
+        h.update(b"\0" + render(plan).encode())
+    return f"{kind}-{h.hexdigest()}"
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -81,9 +87,21 @@ def make_batch(
 
 @dataclass(eq=False)
 class Stage:
-    """What a key computes, with its compiled modules and its per-batch memo."""
+    """What a layer's sentences of one kind compute: their Plans (lowered once, by
+    :func:`~compiler.layers.sentences.describe_sentences`), the modules compiled from them and
+    the per-graph cache of their supports. Built by :func:`sentence_stage`, which files it
+    under its :attr:`key` for the custom ops."""
 
-    key: str
+    kind: str
+    plans: tuple[Plan, ...]
+    #: the sentences' texts (error messages, the symmetry check)
+    texts: tuple[str, ...]
+    level: str
+    dense: bool = False
+    nonfinite: str = "error"
+    #: the sentences' expressions where known (else parsed from the texts when needed)
+    exprs: tuple[Any, ...] = ()
+    key: str = field(init=False)
     spec: dict[str, Any] = field(init=False)
     _modules: dict[Any, Any] = field(init=False, default_factory=dict)
     #: how often the graph constants were computed (not served from the memo)
@@ -96,12 +114,31 @@ class Stage:
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.spec = json.loads(self.key)
-        self._cache_params = (("stage", hashlib.sha1(self.key.encode()).hexdigest()),)
+        options = {"dense": self.dense, "level": self.level, **nonfinite_option(self.nonfinite)}
+        self.key = stage_key(self.kind, self.plans, **options)
+        self.spec = {"kind": self.kind, "sentences": list(self.texts), **options}
+        self._cache_params = (("stage", self.key),)
+
+    @classmethod
+    def lowered(
+        cls,
+        kind: str,
+        texts: Sequence[str],
+        *,
+        level: str,
+        dense: bool = False,
+        nonfinite: str = "error",
+    ) -> Stage:
+        """A new stage of sentence texts, lowered here (not filed: see :func:`sentence_stage`)."""
+        from matlang.compiler.lower import lower
+        from matlang.parser import as_program
+
+        plans = tuple(lower(as_program(t), dense=dense) for t in texts)
+        return cls(kind, plans, tuple(texts), level, dense=dense, nonfinite=nonfinite)
 
     @property
     def sentences(self) -> list[str]:
-        return list(self.spec["sentences"])
+        return list(self.texts)
 
     def remembered(
         self, edge_index: Tensor, batch: Tensor | None, n: int, compute: Any, what: str = ""
@@ -127,18 +164,21 @@ class Stage:
 
         return b.cached(f"stage.{what}.{self.key}", counted)
 
-    def module(self, text: str, dtype: torch.dtype) -> Any:
-        """The compiled module of one sentence (built once per dtype)."""
-        from matlang.compiler.api import compile as compile_sentence
+    def module(self, k: int, dtype: torch.dtype) -> Any:
+        """The compiled module of sentence ``k`` (built from its Plan once per dtype)."""
+        key = (k, dtype)
+        m = self._modules.get(key)
+        if m is None:
+            from matlang.compiler.api import check_params_fit
+            from matlang.compiler.module import CompiledModule
 
-        k = (text, dtype)
-        if k not in self._modules:
+            plan = self.plans[k]
+            check_params_fit(plan, dtype)
             # batches are validated here, once per batch (see remembered)
-            m = compile_sentence(
-                text,
+            m = CompiledModule(
+                plan,
                 dtype=dtype,
-                dense=self.spec.get("dense", False),
-                nonfinite=self.spec.get("nonfinite", "error"),
+                nonfinite=self.nonfinite,
                 validate=False,
                 # the stage files its supports per graph (support_cache); the module filing
                 # each graph's constants as well would store every new graph twice
@@ -146,8 +186,8 @@ class Stage:
             )
             for p in m.parameters():  # a sentence's literals stay what they are
                 p.requires_grad_(False)
-            self._modules[k] = m
-        return self._modules[k]
+            self._modules[key] = m
+        return m
 
     # -- graph constants ---------------------------------------------------------------------
     def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports:
@@ -160,7 +200,7 @@ class Stage:
             if seen is not None:
                 return seen
             b = make_batch(edge_index, batch, n)
-            texts, kinds = self.sentences, self.plain_kinds
+            kinds = self.plain_kinds
             rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
             if len(rest) < len(kinds):
                 from matlang.runtime.masks import prepared_edges
@@ -174,7 +214,7 @@ class Stage:
                 out = []
                 for k in rest:
                     # the sentence compiled once (per stage), materialised on every batch
-                    index, values = materialise(self.module(texts[k], torch.float64), b)
+                    index, values = materialise(self.module(k, torch.float64), b)
                     out.append(_csr(index[0], index[1], values.to(torch.float64), n))
                 return out
 
@@ -231,7 +271,7 @@ class Stage:
         """``"A"``, ``"I"`` or ``None`` (computed) for each sentence (see :func:`_plain_kind`)."""
         hit = self._plain_kinds
         if hit is None:
-            hit = [_plain_kind(self.module(t, torch.float64).plan) for t in self.sentences]
+            hit = [_plain_kind(plan) for plan in self.plans]
             self._plain_kinds = hit
         return hit
 
@@ -244,7 +284,13 @@ class Stage:
             from matlang.algebra import is_symmetric
             from matlang.parser import as_program
 
-            hit = all(is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t))
+            exprs = list(self.exprs) or [None] * len(self.texts)
+            hit = all(
+                is_symmetric(e)
+                if e is not None
+                else all(is_symmetric(sent.expr) for sent in as_program(t))
+                for e, t in zip(exprs, self.texts)
+            )
             self._symmetric = hit
         return hit
 
@@ -253,8 +299,8 @@ class Stage:
 
         def compute() -> Tensor:
             b = make_batch(edge_index, batch, n)
-            cols = [self.module(t, torch.float64)(b).detach() for t in self.sentences]
-            rows = n if self.spec["level"] == "node" else b.num_graphs
+            cols = [self.module(k, torch.float64)(b).detach() for k in range(len(self.plans))]
+            rows = n if self.level == "node" else b.num_graphs
             if not cols:
                 return torch.zeros(rows, 0, dtype=torch.float64)
             return torch.stack([c.reshape(rows) for c in cols], 1)
@@ -274,7 +320,7 @@ class Stage:
             SimpleNamespace(edge_index=edge_index, batch=batch, num_nodes=n, x=None),
             validate=False,
         )
-        return self.channels(b, x, n if self.spec["level"] == "node" else b.num_graphs)
+        return self.channels(b, x, n if self.level == "node" else b.num_graphs)
 
     def channels(self, b: Batch, x: Tensor, rows: int) -> Tensor:
         """Every sentence of this stage on ``x`` ``(N, d)`` over the batch ``b`` (weighted or
@@ -283,8 +329,8 @@ class Stage:
         work = compute_dtype(x.dtype)
         xin = x.to(work)
         outs: list[Tensor] = []
-        for text in self.sentences:
-            m = self.module(text, work)
+        for k in range(len(self.plans)):
+            m = self.module(k, work)
             # every channel in one pass: the interpreter takes (N, d) signals
             outs.append(m(b, inputs={m.plan.inputs[0]: xin}).reshape(rows, x.shape[1]))
         if not outs:
@@ -292,15 +338,38 @@ class Stage:
         return torch.cat(outs, 1).to(x.dtype)
 
 
-#: Stages by key: a pure function of the key (compiled sentences and their batch memos).
+#: Stages by key, for the custom ops (which name a stage by its key).
 _STAGES: dict[str, Stage] = {}
 
 
+def sentence_stage(
+    kind: str,
+    sentences: Sequence[Any],
+    *,
+    level: str,
+    dense: bool = False,
+    nonfinite: str = "error",
+) -> Stage:
+    """The stage of ``sentences`` (:class:`~compiler.layers.sentences.SentenceInfo` s: it
+    takes their Plans), filed under its key: a stage of the same key already filed (by
+    another layer) is returned, its compiled modules and cache shared."""
+    plans = tuple(s.plan for s in sentences)
+    texts = tuple(s.text for s in sentences)
+    exprs = tuple(s.expr for s in sentences)
+    new = Stage(kind, plans, texts, level, dense=dense, nonfinite=nonfinite, exprs=exprs)
+    st = _STAGES.get(new.key)
+    if st is None:
+        st = _STAGES[new.key] = new
+    return st
+
+
 def stage(key: str) -> Stage:
-    """The stage of ``key`` (built on first use)."""
+    """The stage filed under ``key`` (see :func:`sentence_stage`)."""
     st = _STAGES.get(key)
     if st is None:
-        st = _STAGES[key] = Stage(key)
+        raise MatlangError(
+            f"no sentence stage {key!r}: it is built by its layer, which must be alive"
+        )
     return st
 
 
@@ -627,7 +696,7 @@ def graph_values(
 def _(
     edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str, num_graphs: int = -1
 ) -> Tensor:
-    spec = json.loads(key)
+    spec = stage(key).spec
     rows = _rows(num_nodes, num_graphs, spec)
     return edge_index.new_empty(rows, len(spec["sentences"]), dtype=torch.float64)
 
@@ -668,7 +737,7 @@ def channels_op(
 def _(
     x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int = -1
 ) -> Tensor:
-    spec = json.loads(key)
+    spec = stage(key).spec
     width = len(spec["sentences"]) * x.shape[1]
     return x.new_empty(_rows(x.shape[0], num_graphs, spec), width)
 
@@ -731,6 +800,7 @@ __all__ = [
     "graph_values",
     "support_products",
     "make_batch",
+    "sentence_stage",
     "stage",
     "stage_key",
 ]

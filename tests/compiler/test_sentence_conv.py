@@ -353,18 +353,21 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
     b = _batch()
     d = 3
 
+    conv_of: list[SentenceConv] = []
+
     def grads(symmetric: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
         monkeypatch.setattr(st.Stage, "symmetric_sentences", property(lambda self: symmetric))
         st._STAGES.clear()
         torch.manual_seed(0)
         conv = SentenceConv(d, 4, sym).double()
+        conv_of.insert(0, conv)
         x = _x(b, d).requires_grad_(True)
         w = _x(b, 4, seed=1)
         (conv(x, b.edge_index, b.batch) * w).sum().backward()
         return x.grad.clone(), [p.grad.clone() for p in conv.parameters()]
 
     fast_x, fast_p = grads(True)
-    sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
+    sup = conv_of[0]._support_stage.supports(b.edge_index, b.batch, b.num_nodes)
     assert sup.symmetric
     ts = sup.csr_t(torch.float64)
     fwds = sup.csr(torch.float64)
@@ -388,8 +391,10 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
         torch.testing.assert_close(a, c, rtol=1e-13, atol=1e-13)
     monkeypatch.undo()
     st._STAGES.clear()
-    assert st.Stage(st.stage_key("supports", sym)).symmetric_sentences
-    assert not st.Stage(st.stage_key("supports", ["A", "diag(A 𝟏) A"])).symmetric_sentences
+    assert st.Stage.lowered("supports", sym, level="matrix").symmetric_sentences
+    assert not st.Stage.lowered(
+        "supports", ["A", "diag(A 𝟏) A"], level="matrix"
+    ).symmetric_sentences
 
 
 def test_sentence_gnn_default_trains_a_count_as_robustly_as_gin() -> None:
@@ -500,7 +505,7 @@ def test_plain_supports_equal_materialise(text: str) -> None:
     from matlang.compiler.layers import stage as st
 
     b = _batch()
-    module = st.Stage(st.stage_key("supports", [text])).module(text, torch.float64)
+    module = st.Stage.lowered("supports", [text], level="matrix").module(0, torch.float64)
     plain = st._plain_support(module, b)
     if text not in ("A", "I"):
         if plain is not None:  # another spelling of one of them: still the same matrix
