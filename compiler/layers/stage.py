@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import json
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -338,8 +339,9 @@ class Stage:
         return torch.cat(outs, 1).to(x.dtype)
 
 
-#: Stages by key, for the custom ops (which name a stage by its key).
-_STAGES: dict[str, Stage] = {}
+#: Stages by key, for the custom ops (which name a stage by its key): weak, each stage is
+#: held by the layers built on it and dies with the last of them.
+_STAGES: weakref.WeakValueDictionary[str, Stage] = weakref.WeakValueDictionary()
 
 
 def sentence_stage(
@@ -351,8 +353,9 @@ def sentence_stage(
     nonfinite: str = "error",
 ) -> Stage:
     """The stage of ``sentences`` (:class:`~compiler.layers.sentences.SentenceInfo` s: it
-    takes their Plans), filed under its key: a stage of the same key already filed (by
-    another layer) is returned, its compiled modules and cache shared."""
+    takes their Plans), filed under its key: a stage of the same key already filed (held by
+    another live layer) is returned, its compiled modules and cache shared. The caller holds
+    it; the registry does not keep it alive."""
     plans = tuple(s.plan for s in sentences)
     texts = tuple(s.text for s in sentences)
     exprs = tuple(s.expr for s in sentences)
@@ -361,6 +364,17 @@ def sentence_stage(
     if st is None:
         st = _STAGES[new.key] = new
     return st
+
+
+def stages_of(module: Any) -> list[Stage]:
+    """The stages held by ``module``'s sentence layers (each once): what a benchmark reaches
+    to switch their caches off or empty them."""
+    found: dict[int, Stage] = {}
+    for m in module.modules():
+        for v in vars(m).values():
+            if isinstance(v, Stage):
+                found.setdefault(id(v), v)
+    return list(found.values())
 
 
 def stage(key: str) -> Stage:
@@ -803,4 +817,5 @@ __all__ = [
     "sentence_stage",
     "stage",
     "stage_key",
+    "stages_of",
 ]

@@ -4,6 +4,7 @@ and the round trips a model goes through (dtype, state_dict, pickle, determinism
 
 from __future__ import annotations
 
+import gc
 import io
 import pickle
 from typing import Any
@@ -229,6 +230,49 @@ def test_dtypes_state_dict_pickle_and_determinism() -> None:
     assert torch.equal(loaded(x.float(), b.edge_index, b.batch), y32)
 
 
+def _project_objects() -> int:
+    """Live project ``nn.Module`` s and sentence-layer stages."""
+    from matlang.compiler.layers.stage import Stage
+
+    count = 0
+    for o in gc.get_objects():
+        t = type(o)  # type(), not isinstance: some of torch's objects warn when asked
+        if issubclass(t, Stage) or (
+            issubclass(t, torch.nn.Module) and (t.__module__ or "").startswith("matlang.")
+        ):
+            count += 1
+    return count
+
+
+def test_layers_own_their_stages_and_nothing_outlives_them() -> None:
+    """Six layers used, then deleted and collected: none of their stages or compiled modules
+    stays alive (no process-wide registry holds them); a pickled layer whose original is gone
+    builds and files its stages again."""
+    from matlang.compiler.layers import stage as st
+
+    b = _batch()
+    x = _x(b, 3).float()
+    gc.collect()
+    before = _project_objects()
+    layers: list[torch.nn.Module] = [
+        SentenceConv(3, 4, ["A", f"A ⊙ A^{k + 2}", "input h; relu(A h)", "(A³ ⊙ I) 𝟏"])
+        for k in range(5)
+    ]
+    layers.append(SentenceReadout(["tr(A³) / 6", "input h; 𝟏ᵀ (A ⊙ A²) h"], in_channels=3))
+    for layer in layers:
+        layer(x, b.edge_index, b.batch)
+    blob = pickle.dumps(layers[0])
+    want = layers[0](x, b.edge_index, b.batch)
+    assert len(st._STAGES) > 0
+    del layers, layer
+    gc.collect()
+    assert _project_objects() == before
+    assert len(st._STAGES) == 0
+    loaded = pickle.loads(blob)
+    assert torch.equal(loaded(x, b.edge_index, b.batch), want)
+    assert st.stage(loaded._support_key) is loaded._support_stage
+
+
 def test_readout_gives_exact_graph_features_and_channel_readouts() -> None:
     b = _batch()
     x = _x(b, 2)
@@ -357,7 +401,8 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
 
     def grads(symmetric: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
         monkeypatch.setattr(st.Stage, "symmetric_sentences", property(lambda self: symmetric))
-        st._STAGES.clear()
+        conv_of.clear()  # the last layer and its stage go: this one builds its own
+        gc.collect()
         torch.manual_seed(0)
         conv = SentenceConv(d, 4, sym).double()
         conv_of.insert(0, conv)
@@ -390,7 +435,6 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
     for a, c in zip(fast_p, slow_p):
         torch.testing.assert_close(a, c, rtol=1e-13, atol=1e-13)
     monkeypatch.undo()
-    st._STAGES.clear()
     assert st.Stage.lowered("supports", sym, level="matrix").symmetric_sentences
     assert not st.Stage.lowered(
         "supports", ["A", "diag(A 𝟏) A"], level="matrix"
