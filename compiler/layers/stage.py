@@ -42,7 +42,7 @@ from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports
 from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.preprocess import PreprocessCache
+from matlang.runtime.cache import GraphCache
 from matlang.runtime.sparse import csr_matrix
 
 
@@ -111,7 +111,7 @@ class Stage:
     #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`;
     #: its compiled sentences keep no cache of their own, so a new graph is filed once);
     #: ``None``: supports computed on every new batch, as a benchmark's baseline
-    cache: PreprocessCache | None = field(init=False, default_factory=PreprocessCache)
+    cache: GraphCache | None = field(init=False, default_factory=GraphCache)
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
