@@ -9,10 +9,10 @@ codec that splits a batch's result into its graphs' pieces and assembles a batch
   changed parameter can never read a stale entry.
 * :class:`BatchMemo`: a batch object seen before gets its assembled result back after an
   exact comparison of its arrays with the ones it had (the cache's one whole-batch memo).
-* The codec (:func:`split_block`, :func:`concat_blocks`): every result of a batch is
-  block-diagonal — graph ``k``'s rows are its nodes ``ptr[k]:ptr[k+1]`` and, in CSR, its
-  entries the contiguous range ``indptr[ptr[k]]:indptr[ptr[k+1]]`` — so a graph's piece is a
-  slice with local ids, and assembling is concatenating with offsets. The graph constants
+* The codec (:func:`split_block`, :func:`split_blocks`, :func:`concat_blocks`): every result
+  of a batch is block-diagonal — graph ``k``'s rows are its nodes ``ptr[k]:ptr[k+1]`` and, in
+  CSR, its entries the contiguous range ``indptr[ptr[k]]:indptr[ptr[k+1]]`` — so a graph's
+  piece is a slice with local ids, and assembling is concatenating with offsets. The graph constants
   (:mod:`compiler.constant_cache`) and a layer's supports (:mod:`compiler.layers.support_cache`)
   both file their CSR structures through it, each with its own value type.
 """
@@ -207,6 +207,18 @@ def split_block(
     return np.diff(indptr[a : b + 1]), indices[lo:hi] - a, lo, hi
 
 
+def split_blocks(
+    indptr: np.ndarray, indices: np.ndarray, ptr: np.ndarray, ks: Sequence[int]
+) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+    """:func:`split_block` of the graphs ``ks`` (graph ``k``'s nodes are ``ptr[k]:ptr[k+1]``)
+    at once: the local ids of every entry in one vector pass, then a slice per graph."""
+    ebounds = indptr[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
+    local = indices - np.repeat(ptr[:-1], np.diff(ebounds))
+    counts = np.diff(indptr)
+    eb, nb = ebounds.tolist(), ptr.tolist()
+    return [(counts[nb[k] : nb[k + 1]], local[eb[k] : eb[k + 1]], eb[k], eb[k + 1]) for k in ks]
+
+
 def concat_blocks(
     parts: Sequence[tuple[np.ndarray, np.ndarray]], ptr: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +227,7 @@ def concat_blocks(
     took apart, with its values concatenated in the same order by the caller."""
     indptr = np.zeros(int(ptr[-1]) + 1, dtype=np.int64)
     np.cumsum(np.concatenate([p[0] for p in parts]), out=indptr[1:])
-    nnz = np.fromiter((p[1].size for p in parts), dtype=np.int64, count=len(parts))
+    nnz = np.array([p[1].size for p in parts], dtype=np.int64)
     indices = np.concatenate([p[1] for p in parts]) + np.repeat(ptr[:-1], nnz)
     return indptr, indices
 
@@ -235,4 +247,5 @@ __all__ = [
     "graph_fingerprint",
     "graph_fingerprints",
     "split_block",
+    "split_blocks",
 ]

@@ -47,6 +47,14 @@ def counted(fn: Callable[[], Any]) -> tuple[Any, int, float]:
     return out, calls, time.perf_counter() - t
 
 
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``fn()`` without the profiler (the CPU time is what a loaded
+    machine does not inflate)."""
+    t, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t, time.process_time() - c
+
+
 def pyg_batch(graphs: int, n: int, seed: int) -> Any:
     from torch_geometric.data import Batch, Data
 
@@ -107,6 +115,7 @@ def main() -> None:
         row["construction"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
         _, calls, t = counted(lambda: repr(conv))
         row["repr"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
+
         b = pyg_batch(32, 10, seed=0)
         _, calls, t = counted(lambda: conv(b.x, b.edge_index, b.batch))
         row["first_forward"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
@@ -118,7 +127,11 @@ def main() -> None:
     finally:
         for m in patched:
             m.lower = real_lower  # type: ignore[attr-defined]
-    conv = None  # the measured layer goes too
+    # repr of a new layer of the same sentences, unprofiled (its FLOPs computed afresh)
+    fresh: Any = SentenceConv(8, 16, SENTENCES)
+    wall, cpu = timed(lambda: repr(fresh))
+    row["repr_unprofiled"] = {"ms": wall * 1e3, "cpu_ms": cpu * 1e3}
+    conv = fresh = None  # the measured layers go too
     gc.collect()
     before = project_objects()
     layers = [SentenceConv(4, 4, ["A", f"A ⊙ A^{k + 2}"]) for k in range(6)]
@@ -130,6 +143,8 @@ def main() -> None:
     for k in ("construction", "repr", "first_forward", "forward_seen_graphs"):
         r = row[k]
         print(f"{k:>20}: {r['calls']:6d} calls, {r['ms']:8.1f} ms, lower {r.get('lower', '-')}")
+    r = row["repr_unprofiled"]
+    print(f"{'repr unprofiled':>20}: {r['ms']:.1f} ms wall, {r['cpu_ms']:.1f} ms CPU")
     print(f"{'alive_after_del':>20}: {row['alive_after_del']} project modules/stages")
     if args.json:
         Path(args.json).write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")

@@ -43,7 +43,7 @@ from matlang.runtime.cache import (
     GraphCache,
     concat_blocks,
     graph_fingerprints,
-    split_block,
+    split_blocks,
 )
 
 #: The transform's name in cache keys.
@@ -162,17 +162,20 @@ def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
 
 def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
     """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
-    of :mod:`runtime.cache` (:func:`~runtime.cache.split_block`)."""
-    parts = [(rowptr.numpy(), c.numpy(), v.numpy()) for rowptr, c, v in supports]
+    of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: one vector pass per
+    support, then a slice and a copy per graph)."""
+    parts = [
+        (split_blocks(rowptr.numpy(), c.numpy(), ptr, ks), v.numpy()) for rowptr, c, v in supports
+    ]
     bounds = ptr.tolist()
     out = []
-    for k in ks:
+    for i, k in enumerate(ks):
         lo, hi = bounds[k], bounds[k + 1]
         width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
         counts = np.empty((len(parts), hi - lo), dtype=width)
         cols_k, vals_k, nnz = [], [], []
-        for j, (rp, cols, vals) in enumerate(parts):
-            counts[j], local, a, z = split_block(rp, cols, lo, hi)
+        for j, (blocks, vals) in enumerate(parts):
+            counts[j], local, a, z = blocks[i]
             cols_k.append(local.astype(width))
             vals_k.append(vals[a:z].copy())
             nnz.append(z - a)
