@@ -80,7 +80,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     if backend is not None:
         sparse.resolve_backend(backend)
     plan = lower(as_program(source), dense=dense, weights=weights)
-    _check_params_fit(plan, _dtype(dtype))
+    check_params_fit(plan, _dtype(dtype))
     return CompiledModule(
         plan,
         dtype=_dtype(dtype),
@@ -93,7 +93,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     )
 
 
-def _check_params_fit(plan: Plan, dtype: torch.dtype) -> None:
+def check_params_fit(plan: Plan, dtype: torch.dtype) -> None:
     """A literal beyond the module's float range would start as inf: refused by name."""
     from fractions import Fraction
 

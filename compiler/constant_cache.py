@@ -2,8 +2,8 @@
 
 A :class:`~compiler.constants.ConstantStage` runs once per batch object (the batch memo). A
 shuffled loader builds new batch objects every epoch, each made of graphs seen before: here the
-stage's results are filed per graph in a :class:`~runtime.preprocess.PreprocessCache` (the
-project's one preprocessing cache), under a :class:`~runtime.preprocess.CacheKey` made of the
+stage's results are filed per graph in a :class:`~runtime.cache.GraphCache` (the
+project's one per-graph cache), under a :class:`~runtime.cache.CacheKey` made of the
 graph's fingerprint (sha256 of ``n`` and its coalesced local edges and weights) and every option
 the results depend on (the plan, the module's options, the dtype of the batch's weights, whether
 symmetry was validated). A batch is then assembled from its graphs' entries; the graphs missing
@@ -12,8 +12,9 @@ from the cache are computed together, as one sub-batch, and split into entries.
 Every result of the stage is block-diagonal: a mask's CSR rows of graph ``k`` are its nodes
 ``ptr[k]:ptr[k+1]`` and its entries the contiguous range ``indptr[ptr[k]]:indptr[ptr[k+1]]``;
 edge values follow their mask's entries, node values the nodes, graph values the graphs. So a
-graph's entry is a slice with local ids, and assembling is concatenating with offsets: the
-result equals the stage run on the whole batch, entry for entry.
+graph's entry is a slice with local ids, and assembling is concatenating with offsets (the
+codec of :mod:`runtime.cache`, shared with the layers' supports): the result equals the stage
+run on the whole batch, entry for entry.
 """
 
 from __future__ import annotations
@@ -27,8 +28,15 @@ import numpy as np
 
 from matlang.compiler.constants import ConstantStage, Graphs
 from matlang.compiler.plan import EDGE, GRAPH, NODE
+from matlang.runtime.cache import (
+    MISSING,
+    CacheKey,
+    GraphCache,
+    concat_blocks,
+    graph_fingerprints,
+    split_block,
+)
 from matlang.runtime.graphblas import Mask, is_iso
-from matlang.runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
 
 #: The transform's name in cache keys.
 TRANSFORM = "compiled.constants"
@@ -109,7 +117,7 @@ class CachedStage:
         self,
         stage: ConstantStage,
         operators: set[OperatorKey],
-        cache: PreprocessCache,
+        cache: GraphCache,
         params: tuple[tuple[str, Hashable], ...],
     ) -> None:
         self.stage, self.operators, self.cache, self.params = stage, operators, cache, params
@@ -194,15 +202,6 @@ def _subset(
     )
 
 
-def _csr_slice(
-    indptr: np.ndarray, indices: np.ndarray, a: int, b: int
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Rows ``a:b`` of a block-diagonal CSR structure: their entry counts, their column ids
-    minus ``a`` and the range of their entries."""
-    lo, hi = int(indptr[a]), int(indptr[b])
-    return np.diff(indptr[a : b + 1]), indices[lo:hi] - a, lo, hi
-
-
 def _split(
     result: StageResult,
     counts: dict[int, np.ndarray],
@@ -220,7 +219,7 @@ def _split(
         if reg in edges and isinstance(v, Mask) and not v.transposed:
             values[reg] = EDGES
         elif isinstance(v, Mask):
-            indptr, indices, _, _ = _csr_slice(v.indptr, v.indices, a, b)
+            indptr, indices, _, _ = split_block(v.indptr, v.indices, a, b)
             values[reg] = (indptr, indices, v.transposed)
         elif is_iso(v):
             values[reg] = np.full(int(counts[reg][k]), v.item(), dtype=v.dtype)
@@ -234,21 +233,10 @@ def _split(
             values[reg] = v[int(m.indptr[a]) : int(m.indptr[b])].copy()
     ops: dict[OperatorKey, Csr] = {}
     for key, (indptr, indices, vals, symmetric) in result.operators.items():
-        ip, ix, lo, hi = _csr_slice(indptr, indices, a, b)
+        ip, ix, lo, hi = split_block(indptr, indices, a, b)
         ops[key] = (ip, ix, np.ascontiguousarray(vals[lo:hi]), symmetric)
     regs = tuple(counts)
     return _Piece(values, regs, np.array([c[k] for c in counts.values()], dtype=np.int64), ops)
-
-
-def _concat_csr(
-    parts: list[tuple[np.ndarray, np.ndarray]], ptr: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Block-diagonal CSR structure from per-graph ``(row counts, indices)``, local ids."""
-    indptr = np.zeros(int(ptr[-1]) + 1, dtype=np.int64)
-    np.cumsum(np.concatenate([p[0] for p in parts]), out=indptr[1:])
-    nnz = np.fromiter((p[1].size for p in parts), dtype=np.int64, count=len(parts))
-    indices = np.concatenate([p[1] for p in parts]) + np.repeat(ptr[:-1], nnz)
-    return indptr, indices
 
 
 def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
@@ -262,7 +250,7 @@ def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
             continue
         parts = [p.values[reg] for p in pieces]
         if isinstance(v0, tuple):
-            indptr, indices = _concat_csr([(p[0], p[1]) for p in parts], ptr)
+            indptr, indices = concat_blocks([(p[0], p[1]) for p in parts], ptr)
             values[reg] = Mask(graphs.n, indptr, indices, transposed=v0[2])
         else:
             values[reg] = np.concatenate(parts)
@@ -271,7 +259,7 @@ def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
     ops: dict[OperatorKey, Csr] = {}
     for key in first.operators:
         ops_k = [p.operators[key] for p in pieces]
-        indptr, indices = _concat_csr([(p[0], p[1]) for p in ops_k], ptr)
+        indptr, indices = concat_blocks([(p[0], p[1]) for p in ops_k], ptr)
         vals = np.concatenate([p[2] for p in ops_k])
         ops[key] = (indptr, indices, vals, all(p[3] for p in ops_k))
     return StageResult(values, sizes, ops)

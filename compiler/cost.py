@@ -144,9 +144,10 @@ def evaluate_cost(
     *,
     dtype_bytes: int = 4,
     maximum: Callable[..., Any] = max,
+    peak: bool = True,
 ) -> Cost:
     """Peak bytes and FLOPs from the node count, the edge count and the mask sizes (numbers or
-    sympy expressions alike)."""
+    sympy expressions alike); ``peak=False``: FLOPs only (the peak is the batch's bytes)."""
     fops = _function_ops(plan)
     steps = plan.steps
 
@@ -164,7 +165,7 @@ def evaluate_cost(
     def nbytes(k: int) -> Any:
         return numbers(k) * (_INDEX_BYTES if steps[k].kind == MASK else dtype_bytes)
 
-    last = plan.last_use()
+    last = plan.last_use() if peak else []
     base = e * _INDEX_BYTES + n * 8  # the batch: edge_index and the node-to-graph vector
     live: Any = 0
     candidates: list[Any] = [base]
@@ -191,12 +192,15 @@ def evaluate_cost(
             flops += numbers(s.args[0])
         elif s.op == "row_sum":
             flops += numbers(s.args[0])
+        if not peak:
+            continue
         live = live + nbytes(k)
         candidates.append(base + live + temp)
         for reg in range(k + 1):
             if last[reg] == k:
                 live = live - nbytes(reg)
-    return Cost(maximum(*candidates), flops, {k: v for k, v in sizes.items()})
+    top = maximum(*candidates) if len(candidates) > 1 else base
+    return Cost(top, flops, {k: v for k, v in sizes.items()})
 
 
 def predict(plan: Plan, graph: Any, *, dtype_bytes: int = 4) -> Cost:
@@ -223,6 +227,13 @@ def symbolic(plan: Plan, *, dtype_bytes: int = 4) -> Cost:
     )
 
 
+def symbolic_flops(plan: Plan) -> Any:
+    """``symbolic(plan).flops`` without the peak bytes' and mask sizes' simplification (a
+    layer's ``repr`` shows FLOPs: milliseconds instead of a second)."""
+    sizes, paths = estimated_sizes(plan)
+    return sp.expand(evaluate_cost(plan, N, E, sizes, paths, peak=False).flops)
+
+
 def describe(plan: Plan, *, dtype_bytes: int = 4) -> str:
     """The cost model as text (for ``--explain``): masks, FLOPs and peak bytes per graph."""
     cost = symbolic(plan, dtype_bytes=dtype_bytes)
@@ -240,6 +251,7 @@ def describe(plan: Plan, *, dtype_bytes: int = 4) -> str:
 
 __all__ = [
     "Cost",
+    "symbolic_flops",
     "N",
     "E",
     "mask_sizes",

@@ -387,7 +387,16 @@ def _format_step(plan: Plan, k: int) -> str:
 
 
 def render(plan: Plan) -> str:
-    """The plan as text: one line per step, with what it computes."""
+    """The plan as text: one line per step, with what it computes (kept on the plan, which is
+    immutable: a layer's stage key and its compiled modules' constant keys read it)."""
+    hit: str | None = plan.__dict__.get("_rendered")
+    if hit is None:
+        hit = _render(plan)
+        object.__setattr__(plan, "_rendered", hit)
+    return hit
+
+
+def _render(plan: Plan) -> str:
     lines = []
     width = max((len(_format_step(plan, k)) for k in range(len(plan.steps))), default=0)
     for k, s in enumerate(plan.steps):

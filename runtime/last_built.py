@@ -15,7 +15,11 @@ class LastBuilt:
     forward (ChebNet propagates its ``L̂`` K−1 times a layer, GIN and GCN their operator once
     a layer); with this it is built once. Nothing that needs a gradient is kept (a value of a
     learned tensor would carry an old step's graph), and holding the tensors keeps their ids
-    from being reused."""
+    from being reused.
+
+    Owned by whoever reads the operator (PyG's ``cached=True`` pattern): each layer holds one,
+    and a :class:`~runtime.models.base.GraphModel` gives all its layers one (they read the
+    same graph); nothing module-level holds one. A pickled or copied owner starts empty."""
 
     def __init__(self) -> None:
         self._last: tuple[tuple[Tensor | None, ...], tuple[int, ...], Any, Any] | None = None
@@ -35,6 +39,9 @@ class LastBuilt:
         keep = not any(t is not None and t.requires_grad for t in tensors)
         self._last = (tensors, versions, extra, value) if keep else None
         return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LastBuilt, ())
 
 
 __all__ = ["LastBuilt"]

@@ -1,13 +1,14 @@
 r"""Preprocessing: per-graph spectra, ChebNet's λmax and GNNML3's initial supports, cached.
 
 Everything here is computed once per graph (numpy, float64) and kept in an explicit
-:class:`PreprocessCache` that the caller owns. A cache entry is filed under a :class:`CacheKey`
-made of the transform's name, a fingerprint of the graph (sha256 of ``n``, the bytes of its
-local ``edge_index`` and of its edge weights) and *every* parameter of the transform, so a changed
-parameter can never read a stale entry. Finding the key is cheap: a :class:`~matlang.graphs.Graph`
-(immutable) is fingerprinted once per cache; a batch's graphs are fingerprinted straight from
-the batch's arrays, and a batch object seen before (evaluation reuses its batches every epoch)
-gets its assembled result back after an exact comparison of its arrays with the ones it had.
+:class:`~runtime.cache.GraphCache` (``PreprocessCache``) that the caller owns. A cache entry is
+filed under a :class:`~runtime.cache.CacheKey` made of the transform's name, a fingerprint of
+the graph (sha256 of ``n``, the bytes of its local ``edge_index`` and of its edge weights) and
+*every* parameter of the transform, so a changed parameter can never read a stale entry.
+Finding the key is cheap: a :class:`~matlang.graphs.Graph` (immutable) is fingerprinted once
+per cache; a batch's graphs are fingerprinted straight from the batch's arrays, and a batch
+object seen before (evaluation reuses its batches every epoch) gets its assembled result back
+after an exact comparison of its arrays with the ones it had.
 
 GNNML3 supports (paper Algorithm 1, Appendix "Datasets and Application Details"): on the
 receptive field ``M = (A + I)^r > 0`` (``r = 1``: ``M = A + I``), with ``B = U diag(λ) Uᵀ`` the
@@ -32,11 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,9 +43,14 @@ import torch
 from torch import Tensor
 
 from matlang.errors import GraphError, MatlangError
-from matlang.graphs import Graph
 from matlang.runtime import spectral
 from matlang.runtime.batch import Batch
+from matlang.runtime.cache import (  # noqa: F401 - re-exported
+    MISSING,
+    CacheKey,
+    GraphCache,
+    PreprocessCache,
+)
 from matlang.runtime.local_graphs import (  # noqa: F401 - re-exported
     LocalGraph,
     _batch_edges,
@@ -66,157 +70,7 @@ T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- cache
-
-
-#: What :meth:`PreprocessCache.lookup` returns for a key it does not hold.
-MISSING: Any = object()
-
-
-class CacheKey(NamedTuple):
-    """What a cache entry is: a transform, a graph fingerprint, and every parameter (a named
-    tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
-
-    transform: str
-    graph: str
-    params: tuple[tuple[str, Any], ...]
-
-
-class PreprocessCache:
-    """An explicit, bounded store of preprocessing results, owned by whoever passes it.
-
-    Args:
-        max_entries: least recently used entries are dropped beyond this (``None``: no bound).
-    """
-
-    def __init__(self, max_entries: int | None = 100_000) -> None:
-        if max_entries is not None and max_entries < 1:
-            raise MatlangError(f"max_entries must be at least 1, got {max_entries}")
-        self.max_entries = max_entries
-        self._store: OrderedDict[CacheKey, Any] = OrderedDict()
-        # Identity memos, weak so that they die with their graph or batch.
-        self._fingerprints: weakref.WeakKeyDictionary[Graph, str] = weakref.WeakKeyDictionary()
-        self._batches: weakref.WeakKeyDictionary[Batch, _BatchMemo] = weakref.WeakKeyDictionary()
-        self.hits = 0
-        self.misses = 0
-        #: whole-batch results served to a batch object seen before
-        self.batch_hits = 0
-
-    def get_or_compute(self, key: CacheKey, compute: Callable[[], T]) -> T:
-        """The entry under ``key``, computing and storing it first when absent."""
-        if key in self._store:
-            self.hits += 1
-            self._store.move_to_end(key)
-            return self._store[key]  # type: ignore[no-any-return]
-        self.misses += 1
-        value = compute()
-        self.store(key, value)
-        return value
-
-    def lookup(self, keys: list[CacheKey]) -> list[Any]:
-        """The entries under ``keys`` (each counted as a hit), :data:`MISSING` for those absent
-        (counted as misses): for callers that compute their missing entries together, then
-        :meth:`store` them."""
-        store, missing = self._store, MISSING
-        out = [store.get(key, missing) for key in keys]
-        found = 0
-        for key, value in zip(keys, out):
-            if value is not missing:
-                store.move_to_end(key)
-                found += 1
-        self.hits += found
-        self.misses += len(keys) - found
-        return out
-
-    def store(self, key: CacheKey, value: Any) -> None:
-        """File ``value`` under ``key`` (the least recently used entry goes beyond the bound)."""
-        self._store[key] = value
-        self._store.move_to_end(key)
-        if self.max_entries is not None and len(self._store) > self.max_entries:
-            self._store.popitem(last=False)
-
-    def fingerprint(self, graph: Any) -> str:
-        """The graph's fingerprint; a :class:`~matlang.graphs.Graph`'s is computed once (its
-        adjacency is read-only, like the edge arrays it caches on itself)."""
-        if not isinstance(graph, Graph):
-            return as_local_graph(graph).fingerprint()
-        fp = self._fingerprints.get(graph)
-        if fp is None:
-            fp = as_local_graph(graph).fingerprint()
-            self._fingerprints[graph] = fp
-        return fp
-
-    def get_or_compute_batch(self, batch: Batch, key: Hashable, compute: Callable[[], T]) -> T:
-        """A whole-batch result: served again to the same batch object when its arrays still
-        equal (exactly) those it was computed from, else computed (per-graph entries still
-        come from the cache) and remembered."""
-        memo = self._batches.get(batch)
-        if memo is None or not memo.matches(batch):
-            memo = _BatchMemo.of(batch)
-            self._batches[batch] = memo
-        elif key in memo.results:
-            self.batch_hits += 1
-            return memo.results[key]
-        value = compute()
-        memo.results[key] = value
-        return value
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # a cache is no state: a pickled or deep-copied owner starts with an empty one
-        return (PreprocessCache, (self.max_entries,))
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._store
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def keys(self) -> list[CacheKey]:
-        return list(self._store)
-
-    def clear(self) -> None:
-        self._store.clear()
-        self._fingerprints.clear()
-        self._batches.clear()
-        self.hits = self.misses = self.batch_hits = 0
-
-    def __repr__(self) -> str:
-        return (
-            f"PreprocessCache(entries={len(self)}, hits={self.hits}, misses={self.misses}, "
-            f"batch_hits={self.batch_hits})"
-        )
-
-
-def _same(a: Tensor | None, b: Tensor | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b))
-
-
-@dataclass(frozen=True, eq=False)
-class _BatchMemo:
-    """Copies of the arrays a batch's results were computed from, and those results."""
-
-    edge_index: Tensor
-    batch: Tensor
-    ptr: Tensor
-    edge_weight: Tensor | None
-    results: dict[Hashable, Any] = field(default_factory=dict)
-
-    @staticmethod
-    def of(b: Batch) -> _BatchMemo:
-        ew = None if b.edge_weight is None else b.edge_weight.detach().clone()
-        return _BatchMemo(
-            b.edge_index.detach().clone(), b.batch.detach().clone(), b.ptr.detach().clone(), ew
-        )
-
-    def matches(self, b: Batch) -> bool:
-        """The batch still holds exactly these arrays (tensors are mutable in place)."""
-        return (
-            _same(self.edge_index, b.edge_index)
-            and _same(self.ptr, b.ptr)
-            and _same(self.batch, b.batch)
-            and _same(self.edge_weight, b.edge_weight)
-        )
+# (the per-graph cache lives in runtime/cache.py; its names are re-exported here)
 
 
 def _through_cache(

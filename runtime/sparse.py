@@ -196,6 +196,7 @@ def propagate(
     edge_weight: Tensor | None = None,
     num_nodes: int | None = None,
     backend: str | None = None,
+    operators: LastBuilt | None = None,
 ) -> Tensor:
     r"""Sparse matrix times node signal: ``out[i] = Σ_{(i,j) ∈ edges} w_ij h[j]``.
 
@@ -209,6 +210,8 @@ def propagate(
             Cast to ``h``'s dtype.
         num_nodes: number of output rows (default ``h.shape[0]``).
         backend: ``"torch_sparse"``, ``"torch"`` or ``None`` (see :func:`default_backend`).
+        operators: the caller's memo of the last torch_sparse operator built (see
+            :func:`_operator`); ``None``: built on every call.
 
     Shapes:
         out: ``(num_nodes,)`` when ``h`` and ``edge_weight`` have no channel axis, else
@@ -235,7 +238,7 @@ def propagate(
     if h2.shape[1] == 0:
         out = h2.new_zeros((n_out, 0))
     elif name == "torch_sparse" and not degenerate and (w is None or w.dim() == 1):
-        out = _operator(ei, w, (n_out, int(h.shape[0]))).matmul(h2)
+        out = _operator(ei, w, (n_out, int(h.shape[0])), operators).matmul(h2)
     else:
         msg = h2.index_select(0, col)
         if w is not None:
@@ -249,18 +252,18 @@ def propagate(
     return out
 
 
-_OPERATOR = LastBuilt()
-
-
-def _operator(ei: Tensor, w: Tensor | None, sizes: tuple[int, int]) -> Any:
+def _operator(
+    ei: Tensor, w: Tensor | None, sizes: tuple[int, int], memo: LastBuilt | None
+) -> Any:
     """``SparseTensor(row=ei[0], col=ei[1], value=w)`` of ``sizes``, the last one built when
-    it was built from these very tensors (:class:`LastBuilt`): the entries sorted and, for the
-    backward, the transpose built once per operator, not once per product."""
-    return _OPERATOR.get(
-        (ei, w),
-        sizes,
-        lambda: _ts().SparseTensor(row=ei[0], col=ei[1], value=w, sparse_sizes=sizes),
-    )
+    it was built from these very tensors (the caller's ``memo``, a :class:`LastBuilt`): the
+    entries sorted and, for the backward, the transpose built once per operator, not once per
+    product."""
+
+    def build() -> Any:
+        return _ts().SparseTensor(row=ei[0], col=ei[1], value=w, sparse_sizes=sizes)
+
+    return build() if memo is None else memo.get((ei, w), sizes, build)
 
 
 # --------------------------------------------------------------------------- scatter

@@ -25,7 +25,7 @@ import torch
 
 def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
     from benchmarks.paper.models import counting_features, make_model
-    from matlang.compiler.layers.stage import _STAGES
+    from matlang.compiler.layers.stage import stages_of
     from matlang.runtime import datasets
     from matlang.runtime.batch import Batch
 
@@ -51,7 +51,7 @@ def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
         ]
 
     def modules() -> list[Any]:
-        return [m for st in _STAGES.values() for m in st._modules.values()]
+        return [m for st in stages_of(net) for m in st._modules.values()]
 
     t0 = time.perf_counter()
     for members in shuffled():
@@ -59,17 +59,17 @@ def _epochs(graphs: int, batch_size: int, repeats: int) -> dict[str, Any]:
     first = time.perf_counter() - t0
     caches = {id(m): m.cache for m in modules()}
     # the layers' own per-graph supports (compiler.layers.support_cache), off with the rest
-    caches.update({id(st): st.cache for st in _STAGES.values()})
+    caches.update({id(st): st.cache for st in stages_of(net)})
     best: dict[str, dict[int, float]] = {"cached": {}, "computed": {}}
     for _ in range(repeats):
         for i, members in enumerate(shuffled()):
             for mode, store in best.items():
-                for m in [*modules(), *_STAGES.values()]:
+                for m in [*modules(), *stages_of(net)]:
                     m.cache = caches[id(m)] if mode == "cached" else None
                 store[i] = min(
                     store.get(i, 1e9), step(Batch.from_graphs(members, dtype=torch.float32))
                 )
-    for m in [*modules(), *_STAGES.values()]:
+    for m in [*modules(), *stages_of(net)]:
         m.cache = caches[id(m)]
     cached, computed = sum(best["cached"].values()), sum(best["computed"].values())
     hits = sum(c.hits for c in caches.values() if c is not None)

@@ -71,7 +71,7 @@ def main() -> None:
         with mock.patch.object(st.Stage, "symmetric_sentences", general):
             step(conv, True)(e)  # the same compiled stage, its supports built the general way
 
-    stage_obj = st.stage(conv._support_key)
+    stage_obj = conv._support_stage
     cache = stage_obj.cache
 
     def conv_uncached(e: torch.Tensor) -> None:

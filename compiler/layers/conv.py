@@ -23,8 +23,7 @@ from matlang.compiler.layers.stage import (
     make_batch,
     nonfinite_option,
     propagate,
-    stage,
-    stage_key,
+    sentence_stage,
     support_products,
 )
 from matlang.errors import GraphError, MatlangError
@@ -184,12 +183,8 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         self.channel_sentences = tuple(i.text for i in by_kind(infos, "channel"))
         self.node_sentences = tuple(i.text for i in by_kind(infos, "node"))
         self.dense, self.nonfinite = dense, nonfinite
-        nf = nonfinite_option(nonfinite)
-        self._support_key = stage_key("supports", self.supports, dense=dense, level="matrix", **nf)
-        self._channel_key = stage_key(
-            "apply", self.channel_sentences, dense=dense, level="node", **nf
-        )
-        self._node_key = stage_key("values", self.node_sentences, dense=dense, level="node", **nf)
+        nonfinite_option(nonfinite)  # checked before any stage is built
+        self._build_stages()
         s, k, u = len(self.supports), len(self.channel_sentences), len(self.node_sentences)
         # a kind of sentence the layer lacks has no parameter (every parameter gets gradients)
         #: ``W_s`` of support ``s``: ``weight[s]`` is ``(in_channels, out_channels)``.
@@ -218,6 +213,33 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
             self.reset_parameters()
         elif self.node_weight is not None:
             self.node_weight.data.zero_()  # initialised with the rest on the first call
+
+    def _build_stages(self) -> None:
+        """The layer's three stages, from its sentences' Plans (see :mod:`.stage`)."""
+        infos = self.sentences
+        options: dict[str, Any] = {"dense": self.dense, "nonfinite": self.nonfinite}
+        self._support_stage = sentence_stage(
+            "supports", by_kind(infos, "support"), level="matrix", **options
+        )
+        self._channel_stage = sentence_stage(
+            "apply", by_kind(infos, "channel"), level="node", **options
+        )
+        self._node_stage = sentence_stage("values", by_kind(infos, "node"), level="node", **options)
+        self._support_key = self._support_stage.key
+        self._channel_key = self._channel_stage.key
+        self._node_key = self._node_stage.key
+
+    _STAGE_ATTRS = ("_support_stage", "_channel_stage", "_node_stage")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its sentences' Plans, without its stages (their compiled modules and
+        caches): :meth:`__setstate__` builds them again."""
+        state = super().__getstate__()
+        return {k: v for k, v in state.items() if k not in self._STAGE_ATTRS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._build_stages()
 
     def _materialise(self, d: int, like: Tensor) -> None:
         """``in_channels=-1``: the weights' shapes from the first ``x`` (PyG's lazy layers)."""
@@ -473,7 +495,7 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     def _support_scale(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, S)``: 1 / (the largest absolute row sum of support ``s`` in node ``i``'s graph,
         at least 1), remembered on the batch with its supports."""
-        st = stage(self._support_key)
+        st = self._support_stage
 
         def compute() -> Tensor:
             sup = st.supports(edge_index, batch, n)
@@ -492,8 +514,8 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         out = x.new_zeros(n, self.out_channels)
         y = self._mixed(x)
         if y is not None:
-            st = stage(self._support_key)
-            parts = [st.module(t, torch.float64).edge_values(b)[0] for t in self.supports]
+            st = self._support_stage
+            parts = [st.module(k, torch.float64).edge_values(b)[0] for k in range(len(st.plans))]
             if self.normalize is not None:
                 rows = torch.cat([i[0] for i, _ in parts])
                 which = torch.cat([torch.full_like(i[0], s) for s, (i, _) in enumerate(parts)])
@@ -504,18 +526,18 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 out = out + torch.sparse.mm(c, y[:, s])
         f = u = None
         if self.channel_weight is not None:
-            f = stage(self._channel_key).channels(b, x, n)
+            f = self._channel_stage.channels(b, x, n)
         if self.node_weight is not None:
-            st = stage(self._node_key)
+            st = self._node_stage
             u = torch.stack(
-                [st.module(t, torch.float64)(b).reshape(n) for t in self.node_sentences], 1
+                [st.module(k, torch.float64)(b).reshape(n) for k in range(len(st.plans))], 1
             )
         return self._rest(x, out, f, u)
 
     # -- introspection ----------------------------------------------------------------------
     def graph_constants_computed(self) -> int:
         """How often this layer's supports were computed (not served from a batch's memo)."""
-        return stage(self._support_key).computed
+        return self._support_stage.computed
 
     def num_parameters(self) -> int:
         """Trainable parameters (those of a lazy layer's weights count after its first call)."""

@@ -15,8 +15,7 @@ from matlang.compiler.layers.stage import (
     graph_values,
     make_batch,
     nonfinite_option,
-    stage,
-    stage_key,
+    sentence_stage,
 )
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.layer_inputs import layer_inputs, no_x, unpack, without_weight
@@ -60,8 +59,8 @@ class SentenceReadout(nn.Module):
     ) -> None:
         super().__init__()
         infos = describe_sentences(sentences, dense=dense)
-        nf = nonfinite_option(nonfinite)
-        self.nonfinite = nonfinite
+        nonfinite_option(nonfinite)  # checked before any stage is built
+        self.nonfinite, self.dense = nonfinite, dense
         wrong = [i for i in infos if i.kind not in ("graph", "graph-channel")]
         if wrong:
             raise MatlangError(
@@ -78,12 +77,32 @@ class SentenceReadout(nn.Module):
             )
         self.in_channels = in_channels
         self.out_channels = len(self.constant_sentences) + in_channels * len(self.channel_sentences)
-        self._constant_key = stage_key(
-            "values", self.constant_sentences, dense=dense, level="graph", **nf
+        self._build_stages()
+
+    def _build_stages(self) -> None:
+        """The readout's two stages, from its sentences' Plans (see :mod:`.stage`)."""
+        infos = self.sentences
+        options: dict[str, Any] = {"dense": self.dense, "nonfinite": self.nonfinite}
+        self._constant_stage = sentence_stage(
+            "values", by_kind(infos, "graph"), level="graph", **options
         )
-        self._channel_key = stage_key(
-            "apply", self.channel_sentences, dense=dense, level="graph", **nf
+        self._channel_stage = sentence_stage(
+            "apply", by_kind(infos, "graph-channel"), level="graph", **options
         )
+        self._constant_key = self._constant_stage.key
+        self._channel_key = self._channel_stage.key
+
+    _STAGE_ATTRS = ("_constant_stage", "_channel_stage")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its sentences' Plans, without its stages: :meth:`__setstate__` builds
+        them again."""
+        state = super().__getstate__()
+        return {k: v for k, v in state.items() if k not in self._STAGE_ATTRS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._build_stages()
 
     def forward(
         self,
@@ -152,11 +171,11 @@ class SentenceReadout(nn.Module):
             )
         parts = []
         if self.constant_sentences:
-            st = stage(self._constant_key)
-            vals = [st.module(t, torch.float64)(b).reshape(g) for t in self.constant_sentences]
+            st = self._constant_stage
+            vals = [st.module(k, torch.float64)(b).reshape(g) for k in range(len(st.plans))]
             parts.append(torch.stack(vals, 1).to(x.dtype))
         if self.channel_sentences:
-            parts.append(stage(self._channel_key).channels(b, x, g))
+            parts.append(self._channel_stage.channels(b, x, g))
         return parts
 
     @staticmethod

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from matlang import ast
 from matlang.analysis import classify
-from matlang.compiler.cost import symbolic
+from matlang.compiler.cost import symbolic_flops
 from matlang.compiler.lower import lower
 from matlang.compiler.plan import EDGE, MASK, NODE, Plan
 from matlang.errors import CompileError, MatlangError
@@ -47,7 +47,11 @@ class SentenceInfo:
         wl: the WL statement that goes with the fragment.
         mask: the support a matrix sentence is computed on (``""`` otherwise).
         receptive_field: hops a message travels in one application (``inf``: the whole graph).
+        plan: the sentence lowered (once: the layer's stages are built from it, and a pickled
+            layer keeps it).
         dense: whether full supports were allowed.
+        expr: the sentence's expression (its ``let`` s inlined), read by the checks of its
+            structure (a support's symmetry).
     """
 
     text: str
@@ -57,13 +61,15 @@ class SentenceInfo:
     wl: str
     mask: str
     receptive_field: float
+    plan: Plan = field(repr=False)
     dense: bool = False
+    expr: ast.Expr | None = field(default=None, repr=False)
 
     @cached_property
     def flops(self) -> str:
-        """The cost model's FLOPs per graph (``n`` nodes, ``E`` directed edges), computed on
-        first use (sympy simplification takes a second or two)."""
-        return str(symbolic(lower(as_program(self.text), dense=self.dense)).flops)
+        """The cost model's FLOPs per graph (``n`` nodes, ``E`` directed edges), read from the
+        plan on first use."""
+        return str(symbolic_flops(self.plan))
 
     @property
     def hops(self) -> str:
@@ -81,23 +87,31 @@ class SentenceInfo:
 def split_sentences(sentences: str | ast.Expr | Sequence[str | ast.Expr]) -> list[str]:
     """Each sentence as a text of its own: a program with several sentences is split, each part
     keeping the ``let``/``input`` statements it needs (its canonical text)."""
+    return [text for text, _ in _split(sentences)]
+
+
+def _split(
+    sentences: str | ast.Expr | Sequence[str | ast.Expr],
+) -> list[tuple[str, ast.Program | None]]:
+    """:func:`split_sentences` with each text's program where it was parsed already (the
+    user's own text of one sentence: parsed once, here)."""
     items: list[str | ast.Expr] = (
         [sentences] if isinstance(sentences, (str, ast.Expr)) else list(sentences)
     )
     if not items:
         raise MatlangError("a layer needs at least one sentence")
-    out: list[str] = []
+    out: list[tuple[str, ast.Program | None]] = []
     for item in items:
         if isinstance(item, ast.Expr):
-            out.append(str(item))
+            out.append((str(item), None))
             continue
         if not isinstance(item, str):
             raise MatlangError(f"a sentence must be a string or an Expr, got {type(item).__name__}")
         program = parse_program(item)
         if len(program) == 1:
-            out.append(item)  # the user's own text: errors point into it
+            out.append((item, program))  # the user's own text: errors point into it
         else:
-            out.extend(str(s.expr) for s in program)
+            out.extend((str(s.expr), None) for s in program)
     return out
 
 
@@ -153,9 +167,14 @@ def receptive_field(plan: Plan) -> float:
     return out
 
 
-def describe_sentence(text: str, *, dense: bool = False) -> SentenceInfo:
-    """Analyse one sentence (see :class:`SentenceInfo`); raises like ``compile`` does."""
-    plan = lower(as_program(text), dense=dense)
+def describe_sentence(
+    text: str, *, dense: bool = False, program: ast.Program | None = None
+) -> SentenceInfo:
+    """Analyse one sentence (see :class:`SentenceInfo`; ``program``: ``text`` parsed already);
+    raises like ``compile`` does."""
+    if program is None:
+        program = as_program(text)
+    plan = lower(program, dense=dense)
     if len(plan.outputs) != 1:  # pragma: no cover - split_sentences gives one sentence each
         raise CompileError(f"expected one sentence, got {len(plan.outputs)} in {text!r}")
     level = plan.level
@@ -173,7 +192,8 @@ def describe_sentence(text: str, *, dense: bool = False) -> SentenceInfo:
         kind = "channel" if inputs else "node"
     else:
         kind = "graph-channel" if inputs else "graph"
-    analysis = classify(text, witness=False)
+    expr = program[0].expr
+    analysis = classify(expr, witness=False)
     mask = ""
     if level == "matrix":
         step = plan.steps[plan.outputs[0].register]
@@ -188,6 +208,8 @@ def describe_sentence(text: str, *, dense: bool = False) -> SentenceInfo:
         mask=mask,
         receptive_field=receptive_field(plan),
         dense=dense,
+        plan=plan,
+        expr=expr,
     )
 
 
@@ -195,7 +217,7 @@ def describe_sentences(
     sentences: str | ast.Expr | Sequence[str | ast.Expr], *, dense: bool = False
 ) -> list[SentenceInfo]:
     """:func:`describe_sentence` of every sentence (see :func:`split_sentences`)."""
-    return [describe_sentence(t, dense=dense) for t in split_sentences(sentences)]
+    return [describe_sentence(t, dense=dense, program=p) for t, p in _split(sentences)]
 
 
 def by_kind(infos: Sequence[SentenceInfo], *kinds: str) -> list[SentenceInfo]:

@@ -17,9 +17,10 @@ Under ``torch.compile`` every stage is a ``torch.library`` custom op (the channe
 a custom-op backward that reruns the interpreter with autograd on): the compiler sees one node
 per op, never traces into the sparse kernels, and their output shapes follow their inputs'
 (``N``, or a graph count the caller passes), so there is no graph break and a new batch shape
-does not recompile under ``dynamic=True``. A stage is
-named by a *key*, the JSON text of its sentences and options, from which it is rebuilt anywhere
-(an unpickled layer, another process).
+does not recompile under ``dynamic=True``. A stage
+is built by its layer from the Plans its sentences were lowered to (each sentence is lowered
+once) and named by a *key*, a hash of its rendered Plans and options, under which the custom
+ops find it; a pickled layer keeps its Plans and builds its stages again when loaded.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,15 +37,25 @@ import torch
 from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
+from matlang.compiler.layers.supports import (
+    Supports,
+    make_csr,
+    plain_csr,
+    plain_kind,
+)
+from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.batch import Batch
-from matlang.runtime.preprocess import PreprocessCache
-from matlang.runtime.sparse import csr_matrix
+from matlang.runtime.cache import GraphCache
 
 
-def stage_key(kind: str, sentences: Sequence[str], **options: Any) -> str:
-    """The key of a stage: what it computes, as canonical JSON."""
-    return json.dumps({"kind": kind, "sentences": list(sentences), **options}, sort_keys=True)
+def stage_key(kind: str, plans: Sequence[Plan], **options: Any) -> str:
+    """The key of a stage: the sha1 of its kind, options and rendered plans (what it
+    computes; two layers of the same sentences and options share a key)."""
+    h = hashlib.sha1(json.dumps({"kind": kind, **options}, sort_keys=True).encode())
+    for plan in plans:
+        h.update(b"\0" + render(plan).encode())
+    return f"{kind}-{h.hexdigest()}"
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -79,9 +90,21 @@ def make_batch(
 
 @dataclass(eq=False)
 class Stage:
-    """What a key computes, with its compiled modules and its per-batch memo."""
+    """What a layer's sentences of one kind compute: their Plans (lowered once, by
+    :func:`~compiler.layers.sentences.describe_sentences`), the modules compiled from them and
+    the per-graph cache of their supports. Built by :func:`sentence_stage`, which files it
+    under its :attr:`key` for the custom ops."""
 
-    key: str
+    kind: str
+    plans: tuple[Plan, ...]
+    #: the sentences' texts (error messages, the symmetry check)
+    texts: tuple[str, ...]
+    level: str
+    dense: bool = False
+    nonfinite: str = "error"
+    #: the sentences' expressions where known (else parsed from the texts when needed)
+    exprs: tuple[Any, ...] = ()
+    key: str = field(init=False)
     spec: dict[str, Any] = field(init=False)
     _modules: dict[Any, Any] = field(init=False, default_factory=dict)
     #: how often the graph constants were computed (not served from the memo)
@@ -90,16 +113,35 @@ class Stage:
     #: the stage's one cache: its supports per graph (:mod:`compiler.layers.support_cache`;
     #: its compiled sentences keep no cache of their own, so a new graph is filed once);
     #: ``None``: supports computed on every new batch, as a benchmark's baseline
-    cache: PreprocessCache | None = field(init=False, default_factory=PreprocessCache)
+    cache: GraphCache | None = field(init=False, default_factory=GraphCache)
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.spec = json.loads(self.key)
-        self._cache_params = (("stage", hashlib.sha1(self.key.encode()).hexdigest()),)
+        options = {"dense": self.dense, "level": self.level, **nonfinite_option(self.nonfinite)}
+        self.key = stage_key(self.kind, self.plans, **options)
+        self.spec = {"kind": self.kind, "sentences": list(self.texts), **options}
+        self._cache_params = (("stage", self.key),)
+
+    @classmethod
+    def lowered(
+        cls,
+        kind: str,
+        texts: Sequence[str],
+        *,
+        level: str,
+        dense: bool = False,
+        nonfinite: str = "error",
+    ) -> Stage:
+        """A new stage of sentence texts, lowered here (not filed: see :func:`sentence_stage`)."""
+        from matlang.compiler.lower import lower
+        from matlang.parser import as_program
+
+        plans = tuple(lower(as_program(t), dense=dense) for t in texts)
+        return cls(kind, plans, tuple(texts), level, dense=dense, nonfinite=nonfinite)
 
     @property
     def sentences(self) -> list[str]:
-        return list(self.spec["sentences"])
+        return list(self.texts)
 
     def remembered(
         self, edge_index: Tensor, batch: Tensor | None, n: int, compute: Any, what: str = ""
@@ -122,18 +164,21 @@ class Stage:
 
         return b.cached(f"stage.{what}.{self.key}", counted)
 
-    def module(self, text: str, dtype: torch.dtype) -> Any:
-        """The compiled module of one sentence (built once per dtype)."""
-        from matlang.compiler.api import compile as compile_sentence
+    def module(self, k: int, dtype: torch.dtype) -> Any:
+        """The compiled module of sentence ``k`` (built from its Plan once per dtype)."""
+        key = (k, dtype)
+        m = self._modules.get(key)
+        if m is None:
+            from matlang.compiler.api import check_params_fit
+            from matlang.compiler.module import CompiledModule
 
-        k = (text, dtype)
-        if k not in self._modules:
+            plan = self.plans[k]
+            check_params_fit(plan, dtype)
             # batches are validated here, once per batch (see remembered)
-            m = compile_sentence(
-                text,
+            m = CompiledModule(
+                plan,
                 dtype=dtype,
-                dense=self.spec.get("dense", False),
-                nonfinite=self.spec.get("nonfinite", "error"),
+                nonfinite=self.nonfinite,
                 validate=False,
                 # the stage files its supports per graph (support_cache); the module filing
                 # each graph's constants as well would store every new graph twice
@@ -141,36 +186,36 @@ class Stage:
             )
             for p in m.parameters():  # a sentence's literals stay what they are
                 p.requires_grad_(False)
-            self._modules[k] = m
-        return self._modules[k]
+            self._modules[key] = m
+        return m
 
     # -- graph constants ---------------------------------------------------------------------
-    def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> _Supports:
-        """Every support on one CSR matrix (see :class:`_Supports`; ``x W`` laid out as
+    def supports(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Supports:
+        """Every support on one CSR matrix (see :class:`Supports`; ``x W`` laid out as
         ``(S·N, out)`` is one product)."""
         from matlang.compiler.api import materialise
 
-        def compute() -> _Supports:
+        def compute() -> Supports:
             seen, keys = self._seen(edge_index, batch, n)
             if seen is not None:
                 return seen
             b = make_batch(edge_index, batch, n)
-            texts, kinds = self.sentences, self.plain_kinds
+            kinds = self.plain_kinds
             rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
             if len(rest) < len(kinds):
                 from matlang.runtime.masks import prepared_edges
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
             csrs: list[Csr | None] = [
-                None if kind is None else _plain_csr(kind, edges, n) for kind in kinds
+                None if kind is None else plain_csr(kind, edges, n) for kind in kinds
             ]
 
             def whole() -> list[Csr]:
                 out = []
                 for k in rest:
                     # the sentence compiled once (per stage), materialised on every batch
-                    index, values = materialise(self.module(texts[k], torch.float64), b)
-                    out.append(_csr(index[0], index[1], values.to(torch.float64), n))
+                    index, values = materialise(self.module(k, torch.float64), b)
+                    out.append(make_csr(index[0], index[1], values.to(torch.float64), n))
                 return out
 
             on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
@@ -192,7 +237,7 @@ class Stage:
 
     def _seen(
         self, edge_index: Tensor, batch: Tensor | None, n: int
-    ) -> tuple[_Supports | None, list[Any] | None]:
+    ) -> tuple[Supports | None, list[Any] | None]:
         """The supports of a batch made of graphs seen before, assembled from the cache
         without validating the batch (a graph whose edges equal, byte for byte, those of a
         graph that passed validation is valid; :func:`support_cache.seen_graphs` checks what
@@ -211,19 +256,19 @@ class Stage:
             return None, keys
         computed = iter(assemble(pieces, ptr))
         # the batch's edges: sorted and coalesced (checked by seen_graphs)
-        csrs = [next(computed) if k is None else _plain_csr(k, b.edge_index, n) for k in kinds]
+        csrs = [next(computed) if k is None else plain_csr(k, b.edge_index, n) for k in kinds]
         return self._supports(csrs, n), keys
 
-    def _supports(self, csrs: list[Csr], n: int) -> _Supports:
+    def _supports(self, csrs: list[Csr], n: int) -> Supports:
         identity = [k == "I" for k in self.plain_kinds]
-        return _Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity)
+        return Supports(csrs, n, symmetric=self.symmetric_sentences, identity=identity)
 
     @property
     def plain_kinds(self) -> list[str | None]:
-        """``"A"``, ``"I"`` or ``None`` (computed) for each sentence (see :func:`_plain_kind`)."""
+        """``"A"``, ``"I"`` or ``None`` (computed) for each sentence (see :func:`plain_kind`)."""
         hit = self._plain_kinds
         if hit is None:
-            hit = [_plain_kind(self.module(t, torch.float64).plan) for t in self.sentences]
+            hit = [plain_kind(plan) for plan in self.plans]
             self._plain_kinds = hit
         return hit
 
@@ -236,7 +281,13 @@ class Stage:
             from matlang.algebra import is_symmetric
             from matlang.parser import as_program
 
-            hit = all(is_symmetric(sent.expr) for t in self.sentences for sent in as_program(t))
+            exprs = list(self.exprs) or [None] * len(self.texts)
+            hit = all(
+                is_symmetric(e)
+                if e is not None
+                else all(is_symmetric(sent.expr) for sent in as_program(t))
+                for e, t in zip(exprs, self.texts)
+            )
             self._symmetric = hit
         return hit
 
@@ -245,8 +296,8 @@ class Stage:
 
         def compute() -> Tensor:
             b = make_batch(edge_index, batch, n)
-            cols = [self.module(t, torch.float64)(b).detach() for t in self.sentences]
-            rows = n if self.spec["level"] == "node" else b.num_graphs
+            cols = [self.module(k, torch.float64)(b).detach() for k in range(len(self.plans))]
+            rows = n if self.level == "node" else b.num_graphs
             if not cols:
                 return torch.zeros(rows, 0, dtype=torch.float64)
             return torch.stack([c.reshape(rows) for c in cols], 1)
@@ -263,7 +314,7 @@ class Stage:
             edge_index, batch, n, lambda: make_batch(edge_index, batch, n) and True, "valid"
         )
         b = Batch.from_edge_index(edge_index, batch, num_nodes=n)
-        return self.channels(b, x, n if self.spec["level"] == "node" else b.num_graphs)
+        return self.channels(b, x, n if self.level == "node" else b.num_graphs)
 
     def channels(self, b: Batch, x: Tensor, rows: int) -> Tensor:
         """Every sentence of this stage on ``x`` ``(N, d)`` over the batch ``b`` (weighted or
@@ -272,8 +323,8 @@ class Stage:
         work = compute_dtype(x.dtype)
         xin = x.to(work)
         outs: list[Tensor] = []
-        for text in self.sentences:
-            m = self.module(text, work)
+        for k in range(len(self.plans)):
+            m = self.module(k, work)
             # every channel in one pass: the interpreter takes (N, d) signals
             outs.append(m(b, inputs={m.plan.inputs[0]: xin}).reshape(rows, x.shape[1]))
         if not outs:
@@ -281,154 +332,55 @@ class Stage:
         return torch.cat(outs, 1).to(x.dtype)
 
 
-#: Stages by key: a pure function of the key (compiled sentences and their batch memos).
-_STAGES: dict[str, Stage] = {}
+#: Stages by key, for the custom ops (which name a stage by its key): weak, each stage is
+#: held by the layers built on it and dies with the last of them.
+_STAGES: weakref.WeakValueDictionary[str, Stage] = weakref.WeakValueDictionary()
+
+
+def sentence_stage(
+    kind: str,
+    sentences: Sequence[Any],
+    *,
+    level: str,
+    dense: bool = False,
+    nonfinite: str = "error",
+) -> Stage:
+    """The stage of ``sentences`` (:class:`~compiler.layers.sentences.SentenceInfo` s: it
+    takes their Plans), filed under its key: a stage of the same key already filed (held by
+    another live layer) is returned, its compiled modules and cache shared. The caller holds
+    it; the registry does not keep it alive."""
+    plans = tuple(s.plan for s in sentences)
+    texts = tuple(s.text for s in sentences)
+    exprs = tuple(s.expr for s in sentences)
+    new = Stage(kind, plans, texts, level, dense=dense, nonfinite=nonfinite, exprs=exprs)
+    st = _STAGES.get(new.key)
+    if st is None:
+        st = _STAGES[new.key] = new
+    return st
+
+
+def stages_of(module: Any) -> list[Stage]:
+    """The stages held by ``module``'s sentence layers (each once): what a benchmark reaches
+    to switch their caches off or empty them."""
+    found: dict[int, Stage] = {}
+    for m in module.modules():
+        for v in vars(m).values():
+            if isinstance(v, Stage):
+                found.setdefault(id(v), v)
+    return list(found.values())
 
 
 def stage(key: str) -> Stage:
-    """The stage of ``key`` (built on first use)."""
+    """The stage filed under ``key`` (see :func:`sentence_stage`)."""
     st = _STAGES.get(key)
     if st is None:
-        st = _STAGES[key] = Stage(key)
+        raise MatlangError(
+            f"no sentence stage {key!r}: it is built by its layer, which must be alive"
+        )
     return st
 
 
 # --------------------------------------------------------------------------- custom ops
-
-
-class _Supports:
-    """The supports ``C_1 … C_S`` of a batch as one ``(N, N)`` CSR matrix each, and their
-    transposes, built once per batch and dtype: the forward ``Σ_s C_s Y_s`` and the backward
-    ``C_sᵀ G`` are one CSR product per support (torch's ``sparse.mm``).
-
-    Nothing is sorted or interleaved: each support comes as CSR arrays (``materialise`` gives
-    its entries row-major, so its row pointers are a bincount; the per-graph cache gives them
-    assembled). Where every support is symmetric (by structure, on a validated batch) its
-    transpose is itself: no transposition at all. (Stacking them into one ``(N, S·N)`` matrix
-    needed a scatter of every entry per batch, ~2 ms at 128 × ER(25), for one product instead
-    of S.)"""
-
-    def __init__(
-        self,
-        csrs: Sequence[Csr],
-        n: int,
-        *,
-        symmetric: bool = False,
-        identity: Sequence[bool] | None = None,
-    ) -> None:
-        # csrs: (rowptr, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
-        self.n, self.s = n, len(csrs)
-        #: which supports are I (their products are the operand itself: no sparse product)
-        self.identity = list(identity) if identity is not None else [False] * self.s
-        self.rowptrs = [c[0] for c in csrs]
-        self.cols = [c[1] for c in csrs]
-        self.vals = [c[2] for c in csrs]
-        # C_sᵀ = C_s: by structure (every sentence symmetric on a validated batch), or for one
-        # support by looking (the flipped entries are the same set with the same values)
-        self.symmetric = symmetric or (
-            self.s == 1 and _is_symmetric(self.rows(0), self.cols[0], self.vals[0], n)
-        )
-        self._csr: dict[torch.dtype, list[Tensor]] = {}
-        self._csr_t: dict[torch.dtype, list[Tensor]] = {}
-
-    def rows(self, k: int) -> Tensor:
-        """Support ``k``'s row ids, entry by entry."""
-        ptr = self.rowptrs[k]
-        counts = ptr[1:] - ptr[:-1]
-        return torch.repeat_interleave(torch.arange(self.n, device=ptr.device), counts)
-
-    def entries(self) -> tuple[Tensor, Tensor, Tensor]:
-        """Every entry as ``(rows, support, values)``, support by support."""
-        rows = [self.rows(k) for k in range(self.s)]
-        which = torch.cat([torch.full_like(r, k) for k, r in enumerate(rows)])
-        return torch.cat(rows), which, torch.cat(self.vals)
-
-    def csr(self, dtype: torch.dtype) -> list[Tensor]:
-        ms = self._csr.get(dtype)
-        if ms is None:
-            ms = [
-                csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
-                for ptr, c, v in zip(self.rowptrs, self.cols, self.vals)
-            ]
-            self._csr[dtype] = ms
-        return ms
-
-    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
-        if self.symmetric:
-            return self.csr(dtype)
-        ms = self._csr_t.get(dtype)
-        if ms is None:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-                ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
-            self._csr_t[dtype] = ms
-        return ms
-
-
-def _csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: bool = False) -> Csr:
-    """A support's CSR arrays from its entries (row-major from ``materialise``; sorted here if
-    not, unless the caller knows): the row pointers are a bincount."""
-    if not row_major:
-        rows, cols, vals = _row_major(rows, cols, vals, n)
-    rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
-    return rowptr, cols, vals
-
-
-#: The plan of ``I`` (a support: on the diagonal mask).
-IDENTITY_OPS = ["identity", "ones", "as_edge"]
-
-
-def _plain_kind(plan: Any) -> str | None:
-    """``"A"`` or ``"I"`` for the plans of ``A`` and ``I`` (read off the batch, see
-    :func:`_plain_support`), ``None`` for any other."""
-    ops = [st.op for st in plan.steps]
-    if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
-        return None
-    return "A" if ops == ["edges", "adjacency"] else "I" if ops == IDENTITY_OPS else None
-
-
-def _plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
-    """``A`` (on the batch's coalesced ``edges``) or ``I`` as CSR arrays, values 1: row-major
-    already, what :func:`_plain_support` reads off the batch."""
-    if kind == "A":
-        ones = torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
-        return _csr(edges[0], edges[1], ones, n, row_major=True)
-    i = torch.arange(n, device=edges.device)
-    return _csr(i, i, torch.ones(n, dtype=torch.float64, device=edges.device), n, row_major=True)
-
-
-def _plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
-    """``A`` or ``I`` of an unweighted batch read off the batch (its coalesced edges, or the
-    diagonal) with values 1: what :func:`~compiler.api.materialise` gives for these plans
-    (checked by a test), without a pass of the interpreter (~0.3 ms a batch each). ``None``
-    for any other plan."""
-    kind = _plain_kind(module.plan)
-    if b.edge_weight is not None or kind is None:
-        return None
-    if kind == "A":
-        from matlang.runtime.masks import prepared_edges
-
-        edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-        return edges, torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
-    i = torch.arange(b.num_nodes, device=b.edge_index.device)
-    return torch.stack([i, i]), torch.ones(b.num_nodes, dtype=torch.float64, device=i.device)
-
-
-def _row_major(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
-    """A support's entries sorted row-major (``materialise`` gives them so; sorted here if
-    not)."""
-    key = rows * n + cols
-    if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
-        order = torch.argsort(key)
-        return rows[order], cols[order], vals[order]
-    return rows, cols, vals
-
-
-def _is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
-    key, order = torch.sort(rows * n + cols)
-    flipped, forder = torch.sort(cols * n + rows)
-    return bool(torch.equal(key, flipped)) and bool(torch.equal(vals[order], vals[forder]))
 
 
 def _mm(m: Tensor, y: Tensor) -> Tensor:
@@ -444,7 +396,7 @@ def _propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) ->
     return _propagate_on(y, stage(key).supports(edge_index, batch, y.shape[0]))
 
 
-def _propagate_on(y: Tensor, sup: _Supports) -> Tensor:
+def _propagate_on(y: Tensor, sup: Supports) -> Tensor:
     n, s, c = y.shape
     ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
     out: Tensor | None = None
@@ -461,7 +413,7 @@ def _propagate_t(g: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, 
     return _propagate_t_on(g, stage(key).supports(edge_index, batch, g.shape[0]))
 
 
-def _propagate_t_on(g: Tensor, sup: _Supports) -> Tensor:
+def _propagate_t_on(g: Tensor, sup: Supports) -> Tensor:
     n, c = g.shape
     g = g.contiguous()
     out = g.new_empty(n, sup.s, c)  # written support by support (no stack of S temporaries)
@@ -476,7 +428,7 @@ class _Propagate(torch.autograd.Function):
     in the backward); under ``torch.compile`` the custom op is used."""
 
     @staticmethod
-    def forward(ctx: Any, y: Tensor, sup: _Supports) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, y: Tensor, sup: Supports) -> Tensor:  # type: ignore[override]
         ctx.sup = sup
         return _propagate_on(y, sup)
 
@@ -493,13 +445,13 @@ def propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> 
     return _Propagate.apply(y, stage(key).supports(edge_index, batch, y.shape[0]))  # type: ignore[no-any-return]
 
 
-def _products_on(x: Tensor, sup: _Supports) -> tuple[Tensor, ...]:
+def _products_on(x: Tensor, sup: Supports) -> tuple[Tensor, ...]:
     """``C_s x`` for every support but ``I``, in order."""
     x = x.contiguous()
     return tuple(_mm(m, x) for m, eye in zip(sup.csr(x.dtype), sup.identity) if not eye)
 
 
-def _products_t_on(grads: Sequence[Tensor | None], sup: _Supports) -> Tensor | None:
+def _products_t_on(grads: Sequence[Tensor | None], sup: Supports) -> Tensor | None:
     """The adjoint of :func:`_products_on`: ``Σ_s C_sᵀ g_s`` over the ``g_s`` given."""
     given = [g for g in grads if g is not None]
     if not given:
@@ -519,7 +471,7 @@ class _Products(torch.autograd.Function):
     context (no second look-up in the backward)."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, sup: _Supports) -> tuple[Tensor, ...]:  # type: ignore[override]
+    def forward(ctx: Any, x: Tensor, sup: Supports) -> tuple[Tensor, ...]:  # type: ignore[override]
         ctx.sup = sup
         ctx.set_materialize_grads(False)  # a product whose output is unused costs nothing
         return _products_on(x, sup)
@@ -616,7 +568,7 @@ def graph_values(
 def _(
     edge_index: Tensor, batch: Tensor | None, num_nodes: int, key: str, num_graphs: int = -1
 ) -> Tensor:
-    spec = json.loads(key)
+    spec = stage(key).spec
     rows = _rows(num_nodes, num_graphs, spec)
     return edge_index.new_empty(rows, len(spec["sentences"]), dtype=torch.float64)
 
@@ -657,7 +609,7 @@ def channels_op(
 def _(
     x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str, num_graphs: int = -1
 ) -> Tensor:
-    spec = json.loads(key)
+    spec = stage(key).spec
     width = len(spec["sentences"]) * x.shape[1]
     return x.new_empty(_rows(x.shape[0], num_graphs, spec), width)
 
@@ -720,6 +672,8 @@ __all__ = [
     "graph_values",
     "support_products",
     "make_batch",
+    "sentence_stage",
     "stage",
     "stage_key",
+    "stages_of",
 ]

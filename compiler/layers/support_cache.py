@@ -6,7 +6,7 @@ memo (:mod:`runtime.batch`) does not see them again (a new ``edge_index`` tensor
 batch), and each sentence's constant stage would look its graphs up on its own
 (:mod:`compiler.constant_cache`) and then be interpreted, converted and sorted into CSR again.
 Here every support of a layer is filed per graph in one entry of a
-:class:`~runtime.preprocess.PreprocessCache` (the project's one cache): for each support, the
+:class:`~runtime.cache.GraphCache` (the project's one per-graph cache): for each support, the
 graph's row counts, its local column ids and its values, in row-major order. A batch whose
 graphs are all filed is then a concatenation with offsets — one look-up for every sentence, no
 interpreter, no sort, no bincount:
@@ -37,7 +37,14 @@ import torch
 from torch import Tensor
 
 from matlang.runtime.batch import Batch
-from matlang.runtime.preprocess import MISSING, CacheKey, PreprocessCache, graph_fingerprints
+from matlang.runtime.cache import (
+    MISSING,
+    CacheKey,
+    GraphCache,
+    concat_blocks,
+    graph_fingerprints,
+    split_blocks,
+)
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"
@@ -57,7 +64,7 @@ Csr = tuple[Tensor, Tensor, Tensor]
 
 
 def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str], np.ndarray]:
-    """The graphs' fingerprints (:func:`~runtime.preprocess.graph_fingerprints`: sha256 of
+    """The graphs' fingerprints (:func:`~runtime.cache.graph_fingerprints`: sha256 of
     ``n`` and the graph's own local edges, never of the batch) from the batch's coalesced
     ``edges`` (global ids, row-major), and their first nodes. (A vectorised 128-bit hash of
     the edge sets, two 64-bit mixes summed per graph, measured no faster at 128 × ER(25).)"""
@@ -75,7 +82,7 @@ def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str], np.ndarray]:
 def cached_supports(
     b: Batch,
     edges: Tensor,
-    cache: PreprocessCache,
+    cache: GraphCache,
     params: tuple[tuple[str, str], ...],
     compute: Callable[[], Sequence[Csr]],
     keys: list[CacheKey] | None = None,
@@ -102,7 +109,7 @@ def cached_supports(
 
 
 def seen_graphs(
-    b: Batch, cache: PreprocessCache, params: tuple[tuple[str, str], ...]
+    b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
 ) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None] | None:
     """The graphs' cache keys, their first nodes, and every graph's entry when all of the
     unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
@@ -154,25 +161,22 @@ def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
 
 
 def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
-    """The blocks of graphs ``ks`` (see :func:`split`): the local ids of the whole batch in one
-    pass per support, then a slice and a copy per graph."""
-    parts = []
-    for rowptr, c, v in supports:
-        rp, cols = rowptr.numpy(), c.numpy()
-        ebounds = rp[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
-        local = cols - np.repeat(ptr[:-1], np.diff(ebounds))
-        parts.append((np.diff(rp), local, v.numpy(), ebounds.tolist()))
+    """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
+    of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: one vector pass per
+    support, then a slice and a copy per graph)."""
+    parts = [
+        (split_blocks(rowptr.numpy(), c.numpy(), ptr, ks), v.numpy()) for rowptr, c, v in supports
+    ]
     bounds = ptr.tolist()
     out = []
-    for k in ks:
+    for i, k in enumerate(ks):
         lo, hi = bounds[k], bounds[k + 1]
         width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
         counts = np.empty((len(parts), hi - lo), dtype=width)
         cols_k, vals_k, nnz = [], [], []
-        for j, (cnt, local, vals, eb) in enumerate(parts):
-            a, z = eb[k], eb[k + 1]
-            counts[j] = cnt[lo:hi]
-            cols_k.append(local[a:z].astype(width))
+        for j, (blocks, vals) in enumerate(parts):
+            counts[j], local, a, z = blocks[i]
+            cols_k.append(local.astype(width))
             vals_k.append(vals[a:z].copy())
             nnz.append(z - a)
         out.append(Piece(counts, tuple(cols_k), tuple(vals_k), np.array(nnz, dtype=np.int64)))
@@ -181,28 +185,14 @@ def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> l
 
 def assemble(pieces: Sequence[Piece], ptr: np.ndarray) -> list[Csr]:
     """The batch's supports from its graphs' blocks (graph ``k``'s nodes are
-    ``ptr[k]:ptr[k+1]``): a handful of concatenations, whatever the number of graphs."""
-    n, s = int(ptr[-1]), pieces[0].counts.shape[0]
-    counts = np.concatenate([p.counts for p in pieces], axis=1)  # (S, N)
-    rowptr = np.zeros((s, n + 1), dtype=np.int64)
-    np.cumsum(counts, axis=1, out=rowptr[:, 1:])
-    # support-major, then graph by graph: every support's entries contiguous
-    cols = np.concatenate([p.cols[k] for k in range(s) for p in pieces]).astype(np.int64)
-    vals = np.concatenate([p.vals[k] for k in range(s) for p in pieces])
-    nnz = np.stack([p.nnz for p in pieces]).T.ravel()  # (S·G,), support-major
-    cols += np.repeat(np.tile(ptr[:-1], s), nnz)
-    ends = np.cumsum(rowptr[:, -1]).tolist()
-    out, a = [], 0
-    for k in range(s):
-        z = ends[k]
-        out.append(
-            (
-                torch.from_numpy(rowptr[k]),
-                torch.from_numpy(cols[a:z]),
-                torch.from_numpy(vals[a:z]),
-            )
-        )
-        a = z
+    ``ptr[k]:ptr[k+1]``), each support joined by the block codec of :mod:`runtime.cache`
+    (:func:`~runtime.cache.concat_blocks`): a few concatenations, whatever the number of
+    graphs."""
+    out = []
+    for k in range(pieces[0].counts.shape[0]):
+        rowptr, cols = concat_blocks([(p.counts[k], p.cols[k]) for p in pieces], ptr)
+        vals = np.concatenate([p.vals[k] for p in pieces])
+        out.append((torch.from_numpy(rowptr), torch.from_numpy(cols), torch.from_numpy(vals)))
     return out
 
 

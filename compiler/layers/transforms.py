@@ -20,8 +20,8 @@ from matlang.errors import GraphError, MatlangError
 from matlang.graphs import Graph, _attr
 from matlang.inputs import check_edge_index, check_num_nodes, check_x
 from matlang.runtime.batch import Batch
+from matlang.runtime.cache import CacheKey, GraphCache, LocalGraph, as_local_graph
 from matlang.runtime.layer_inputs import adjacency_edges, as_index_tensor, check_ptr
-from matlang.runtime.preprocess import CacheKey, LocalGraph, PreprocessCache, as_local_graph
 
 #: The transform's name in cache keys.
 TRANSFORM = "SentenceFeatures"
@@ -48,7 +48,7 @@ class SentenceFeatures:
             :math:`v`. Walk counts grow geometrically with the walk's length (closed 5-walks
             reach the hundreds on ENZYMES' nodes): beside one-hot labels, raw counts swamp a
             sum-aggregating GNN, their logarithms do not. :meth:`values` stays exact.
-        cache: a :class:`~runtime.preprocess.PreprocessCache` to share (one is created otherwise).
+        cache: a :class:`~runtime.cache.GraphCache` to share (one is created otherwise).
 
     Accepts a PyG ``Data`` (copied, never changed in place), the project's
     :class:`~matlang.graphs.Graph` (a new Graph with the columns appended to ``x``; graph-level
@@ -69,7 +69,7 @@ class SentenceFeatures:
         graph_attr: str = "graph_features",
         dtype: torch.dtype = torch.float32,
         log1p: bool = False,
-        cache: PreprocessCache | None = None,
+        cache: GraphCache | None = None,
     ) -> None:
         infos = describe_sentences(sentences)
         free = [i for i in infos if i.inputs or i.kind == "support"]
@@ -84,7 +84,7 @@ class SentenceFeatures:
         self.graph_sentences = tuple(i.text for i in by_kind(infos, "graph"))
         self.node_attr, self.graph_attr, self.dtype = node_attr, graph_attr, dtype
         self.log1p = log1p
-        self.cache = PreprocessCache() if cache is None else cache
+        self.cache = GraphCache() if cache is None else cache
         self._modules: dict[tuple[str, ...], Any] = {}
 
     # -- values -----------------------------------------------------------------------------

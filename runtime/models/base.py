@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
+from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.preprocess import PreprocessCache
 
 Task = Literal["graph", "node"]
@@ -213,7 +214,18 @@ class GraphModel(nn.Module):
         self.cache = PreprocessCache() if cache is None else cache
         dims = [self.input_width] + [self.width] * cfg.layers
         self.convs = nn.ModuleList(self.layer(a, b) for a, b in pairwise(dims))
+        self._share_memos()
         self.build_head()
+
+    def _share_memos(self) -> None:
+        """One memo of each kind (:class:`~runtime.last_built.LastBuilt`: the last graph
+        operator built) for all the layers: they read the same graph, so it is built once a
+        forward. The model owns them (PyG's ``cached=True`` pattern), nothing module-level."""
+        shared: dict[str, LastBuilt] = {}
+        for conv in self.convs:
+            for name, value in list(vars(conv).items()):
+                if isinstance(value, LastBuilt):
+                    setattr(conv, name, shared.setdefault(name, value))
 
     @property
     def input_width(self) -> int:

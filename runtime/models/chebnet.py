@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch
+from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 from matlang.runtime.preprocess import Basis, batch_lambda_max
 
@@ -95,6 +96,8 @@ class ChebConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(K, in_channels, out_channels))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
         glorot(self.weight)
+        #: the last sparse operator built (shared by a model's layers: see GraphModel)
+        self.operators = LastBuilt()
 
     def forward(
         self,
@@ -106,10 +109,15 @@ class ChebConv(nn.Module):
         w = edge_weight.to(x.dtype)
         t_prev, out = x, x @ self.weight[0]
         if self.weight.shape[0] > 1:
-            t = sparse.propagate(edge_index, x, w, backend=backend)
+            t = sparse.propagate(edge_index, x, w, backend=backend, operators=self.operators)
             out = out + t @ self.weight[1]
             for k in range(2, self.weight.shape[0]):
-                t, t_prev = 2.0 * sparse.propagate(edge_index, t, w, backend=backend) - t_prev, t
+                ops = self.operators
+                t, t_prev = (
+                    2.0 * sparse.propagate(edge_index, t, w, backend=backend, operators=ops)
+                    - t_prev,
+                    t,
+                )
                 out = out + t @ self.weight[k]
         return out if self.bias is None else out + self.bias
 

@@ -9,19 +9,24 @@ from matlang.runtime import sparse
 from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig, glorot
 
-_NORM = LastBuilt()
-
 
 def gcn_norm(
-    edge_index: Tensor, edge_weight: Tensor | None, num_nodes: int, dtype: torch.dtype
+    edge_index: Tensor,
+    edge_weight: Tensor | None,
+    num_nodes: int,
+    dtype: torch.dtype,
+    memo: LastBuilt | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""The support ``C = (D + I)^{-1/2} (A + I) (D + I)^{-1/2}`` as ``(edge_index, weight)``.
 
     Self-loops are appended after the edges; ``D`` is the (weighted) degree of ``A``. Every
-    layer of a forward asks for the same one: the last built is returned again for the same
-    tensors (:class:`~runtime.last_built.LastBuilt`), and then so is its sparse operator.
+    layer of a forward asks for the same one: with the caller's ``memo`` (a
+    :class:`~runtime.last_built.LastBuilt`, which :class:`GCN` shares among its layers) the
+    last built is returned again for the same tensors, and then so is its sparse operator.
     """
-    return _NORM.get(  # type: ignore[no-any-return]
+    if memo is None:
+        return _gcn_norm(edge_index, edge_weight, num_nodes, dtype)
+    return memo.get(  # type: ignore[no-any-return]
         (edge_index, edge_weight),
         (num_nodes, dtype),
         lambda: _gcn_norm(edge_index, edge_weight, num_nodes, dtype),
@@ -65,6 +70,8 @@ class GCNConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(in_channels, out_channels))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
         glorot(self.weight)
+        #: the last support and operator built (shared by a model's layers: see GraphModel)
+        self.norms, self.operators = LastBuilt(), LastBuilt()
 
     def forward(
         self,
@@ -73,8 +80,8 @@ class GCNConv(nn.Module):
         edge_weight: Tensor | None = None,
         backend: str | None = None,
     ) -> Tensor:
-        ei, w = gcn_norm(edge_index, edge_weight, x.shape[0], x.dtype)
-        out = sparse.propagate(ei, x @ self.weight, w, backend=backend)
+        ei, w = gcn_norm(edge_index, edge_weight, x.shape[0], x.dtype, self.norms)
+        out = sparse.propagate(ei, x @ self.weight, w, backend=backend, operators=self.operators)
         return out if self.bias is None else out + self.bias
 
 

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from matlang.runtime import sparse
+from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig
 
 
@@ -39,6 +40,8 @@ class GINConv(nn.Module):
             self.eps = nn.Parameter(torch.tensor([eps]))
         else:
             self.register_buffer("eps", torch.tensor([eps]))
+        #: the last sparse operator built (shared by a model's layers: see GraphModel)
+        self.operators = LastBuilt()
 
     def forward(
         self,
@@ -47,7 +50,9 @@ class GINConv(nn.Module):
         edge_weight: Tensor | None = None,
         backend: str | None = None,
     ) -> Tensor:
-        agg = sparse.propagate(edge_index, x, edge_weight, backend=backend)
+        agg = sparse.propagate(
+            edge_index, x, edge_weight, backend=backend, operators=self.operators
+        )
         return self.mlp(agg + (1 + self.eps.to(x.dtype)) * x)
 
 

@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from matlang.errors import MatlangError
 from matlang.runtime import sparse
+from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import (
     Activation,
     GraphModel,
@@ -49,6 +50,8 @@ class GNNML1Conv(nn.Module):
     ) -> None:
         super().__init__()
         self.in_channels, self.out_channels = in_channels, out_channels
+        #: the last sparse operator built (shared by a model's layers: see GraphModel)
+        self.operators = LastBuilt()
         #: ``W^{(l,1)}``: the node's own representation.
         self.weight1 = nn.Parameter(torch.empty(in_channels, out_channels))
         #: ``W^{(l,2)}``: the sum over neighbours, ``A H``.
@@ -102,7 +105,9 @@ class GNNML1Conv(nn.Module):
         backend: str | None = None,
     ) -> Tensor:
         out = x @ self.weight1
-        out = out + sparse.propagate(edge_index, x @ self.weight2, edge_weight, backend=backend)
+        out = out + sparse.propagate(
+            edge_index, x @ self.weight2, edge_weight, backend=backend, operators=self.operators
+        )
         out = out + (x @ self.weight3) * (x @ self.weight4)
         if self.bias is not None:
             out = out + self.bias

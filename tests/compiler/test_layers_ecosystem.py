@@ -211,10 +211,13 @@ def test_channel_ops_match_eager_autograd_and_check_the_graph_count() -> None:
     """The custom ops, run eagerly: the same values and input gradient as autograd through
     the interpreter (float64), the schema/fake/autograd registration passes torch's opcheck,
     and a wrong ``num_graphs`` is a GraphError."""
-    from matlang.compiler.layers.stage import channels_op, stage, stage_key
+    from matlang.compiler.layers.sentences import describe_sentences
+    from matlang.compiler.layers.stage import channels_op, sentence_stage, stage
     from matlang.errors import GraphError
 
-    key = stage_key("apply", ["input h; relu(A h) ⊙ (A² h)"], dense=False, level="node")
+    # the ops find a stage by its key while its owner (here this test) holds it
+    node = sentence_stage("apply", describe_sentences("input h; relu(A h) ⊙ (A² h)"), level="node")
+    key = node.key
     b = Batch.from_graphs([named("K4"), cycle(5), named("petersen")])
     torch.manual_seed(1)
     x1 = torch.randn(b.num_nodes, 2, dtype=torch.float64, requires_grad=True)
@@ -228,7 +231,8 @@ def test_channel_ops_match_eager_autograd_and_check_the_graph_count() -> None:
     torch.testing.assert_close(x1.grad, x2.grad)
     assert float(x1.grad.abs().sum()) > 0
     torch.library.opcheck(channels_op, (x1.detach(), b.edge_index, b.batch, key, -1))
-    graph_key = stage_key("apply", ["input h; 𝟏ᵀ (A ⊙ A²) h"], dense=False, level="graph")
+    graph = sentence_stage("apply", describe_sentences("input h; 𝟏ᵀ (A ⊙ A²) h"), level="graph")
+    graph_key = graph.key
     assert channels_op(x1, b.edge_index, b.batch, graph_key, 3).shape == (3, 2)
     with pytest.raises(GraphError, match="num_graphs=2, but the batch vector holds 3"):
         channels_op(x1, b.edge_index, b.batch, graph_key, 2)

@@ -4,6 +4,7 @@ and the round trips a model goes through (dtype, state_dict, pickle, determinism
 
 from __future__ import annotations
 
+import gc
 import io
 import pickle
 from typing import Any
@@ -229,6 +230,49 @@ def test_dtypes_state_dict_pickle_and_determinism() -> None:
     assert torch.equal(loaded(x.float(), b.edge_index, b.batch), y32)
 
 
+def _project_objects() -> int:
+    """Live project ``nn.Module`` s and sentence-layer stages."""
+    from matlang.compiler.layers.stage import Stage
+
+    count = 0
+    for o in gc.get_objects():
+        t = type(o)  # type(), not isinstance: some of torch's objects warn when asked
+        if issubclass(t, Stage) or (
+            issubclass(t, torch.nn.Module) and (t.__module__ or "").startswith("matlang.")
+        ):
+            count += 1
+    return count
+
+
+def test_layers_own_their_stages_and_nothing_outlives_them() -> None:
+    """Six layers used, then deleted and collected: none of their stages or compiled modules
+    stays alive (no process-wide registry holds them); a pickled layer whose original is gone
+    builds and files its stages again."""
+    from matlang.compiler.layers import stage as st
+
+    b = _batch()
+    x = _x(b, 3).float()
+    gc.collect()
+    before = _project_objects()
+    layers: list[torch.nn.Module] = [
+        SentenceConv(3, 4, ["A", f"A ⊙ A^{k + 2}", "input h; relu(A h)", "(A³ ⊙ I) 𝟏"])
+        for k in range(5)
+    ]
+    layers.append(SentenceReadout(["tr(A³) / 6", "input h; 𝟏ᵀ (A ⊙ A²) h"], in_channels=3))
+    for layer in layers:
+        layer(x, b.edge_index, b.batch)
+    blob = pickle.dumps(layers[0])
+    want = layers[0](x, b.edge_index, b.batch)
+    assert len(st._STAGES) > 0
+    del layers, layer
+    gc.collect()
+    assert _project_objects() == before
+    assert len(st._STAGES) == 0
+    loaded = pickle.loads(blob)
+    assert torch.equal(loaded(x, b.edge_index, b.batch), want)
+    assert st.stage(loaded._support_key) is loaded._support_stage
+
+
 def test_readout_gives_exact_graph_features_and_channel_readouts() -> None:
     b = _batch()
     x = _x(b, 2)
@@ -353,18 +397,22 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
     b = _batch()
     d = 3
 
+    conv_of: list[SentenceConv] = []
+
     def grads(symmetric: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
         monkeypatch.setattr(st.Stage, "symmetric_sentences", property(lambda self: symmetric))
-        st._STAGES.clear()
+        conv_of.clear()  # the last layer and its stage go: this one builds its own
+        gc.collect()
         torch.manual_seed(0)
         conv = SentenceConv(d, 4, sym).double()
+        conv_of.insert(0, conv)
         x = _x(b, d).requires_grad_(True)
         w = _x(b, 4, seed=1)
         (conv(x, b.edge_index, b.batch) * w).sum().backward()
         return x.grad.clone(), [p.grad.clone() for p in conv.parameters()]
 
     fast_x, fast_p = grads(True)
-    sup = next(iter(st._STAGES.values())).supports(b.edge_index, b.batch, b.num_nodes)
+    sup = conv_of[0]._support_stage.supports(b.edge_index, b.batch, b.num_nodes)
     assert sup.symmetric
     ts = sup.csr_t(torch.float64)
     fwds = sup.csr(torch.float64)
@@ -387,9 +435,10 @@ def test_symmetric_supports_transpose_without_a_sort(monkeypatch: pytest.MonkeyP
     for a, c in zip(fast_p, slow_p):
         torch.testing.assert_close(a, c, rtol=1e-13, atol=1e-13)
     monkeypatch.undo()
-    st._STAGES.clear()
-    assert st.Stage(st.stage_key("supports", sym)).symmetric_sentences
-    assert not st.Stage(st.stage_key("supports", ["A", "diag(A 𝟏) A"])).symmetric_sentences
+    assert st.Stage.lowered("supports", sym, level="matrix").symmetric_sentences
+    assert not st.Stage.lowered(
+        "supports", ["A", "diag(A 𝟏) A"], level="matrix"
+    ).symmetric_sentences
 
 
 def test_sentence_gnn_default_trains_a_count_as_robustly_as_gin() -> None:
@@ -458,7 +507,7 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
     given row-major or shuffled give the same matrices, equal to the dense stack
     ``[C_1 ‖ … ‖ C_S]``, their transposes and entries too, with an empty row and an empty
     support."""
-    from matlang.compiler.layers import stage as st
+    from matlang.compiler.layers import supports as st
 
     rng = np.random.default_rng(0)
     n = 7
@@ -473,7 +522,7 @@ def test_stacked_supports_from_parts_in_any_order() -> None:
         shuffled.append(tuple(x[perm] for x in t))
     want = np.concatenate(dense, 1).astype(float)
     for given in (parts, shuffled):
-        sup = st._Supports([st._csr(*t, n) for t in given], n)
+        sup = st.Supports([st.make_csr(*t, n) for t in given], n)
         assert not sup.symmetric
         ms = sup.csr(torch.float64)
         got = np.concatenate([m.to_dense().numpy() for m in ms], 1)
@@ -498,10 +547,11 @@ def test_plain_supports_equal_materialise(text: str) -> None:
     :func:`materialise`'s for them, and every other plan is left to it."""
     from matlang.compiler.api import materialise
     from matlang.compiler.layers import stage as st
+    from matlang.compiler.layers import supports
 
     b = _batch()
-    module = st.Stage(st.stage_key("supports", [text])).module(text, torch.float64)
-    plain = st._plain_support(module, b)
+    module = st.Stage.lowered("supports", [text], level="matrix").module(0, torch.float64)
+    plain = supports.plain_support(module, b)
     if text not in ("A", "I"):
         if plain is not None:  # another spelling of one of them: still the same matrix
             index, values = materialise(module, b)

@@ -4,6 +4,8 @@ the supports computed on the whole batch and the dense oracle, whatever else is 
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -26,7 +28,7 @@ def _batch(names: list[str]) -> Batch:
     return Batch.from_graphs([named(g) for g in names], dtype=torch.float64)
 
 
-def _dense(sup: st._Supports) -> list[np.ndarray]:
+def _dense(sup: st.Supports) -> list[np.ndarray]:
     return [m.to_dense().numpy() for m in sup.csr(torch.float64)]
 
 
@@ -35,14 +37,8 @@ def _fresh(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     return b.edge_index.clone(), b.batch.clone()
 
 
-@pytest.fixture(autouse=True)
-def _clean_stages() -> None:
-    st._STAGES.clear()
-
-
 def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
-    key = st.stage_key("supports", SUPPORTS)
-    stage = st.stage(key)
+    stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     first = _batch(GRAPHS)
     stage.supports(*_fresh(first), first.num_nodes)
     filed = [k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]
@@ -66,8 +62,7 @@ def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
             whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
         np.testing.assert_array_equal(dense[s], whole, err_msg=text)
     # and equal, array for array, to the supports computed without the cache
-    st._STAGES.clear()
-    cold = st.stage(key)
+    cold = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     cold_sup = cold.supports(*_fresh(b), b.num_nodes)
     for s in range(len(SUPPORTS)):
         assert torch.equal(sup.rowptrs[s], cold_sup.rowptrs[s])
@@ -79,7 +74,7 @@ def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
 
 
 def test_a_partly_cached_batch_files_its_new_graphs_and_values_do_not_depend_on_the_batch() -> None:
-    stage = st.stage(st.stage_key("supports", SUPPORTS))
+    stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     a = _batch(["K4", "cycle5"])
     stage.supports(*_fresh(a), a.num_nodes)
     b = _batch(["cycle5", "petersen", "K4"])  # one new graph: computed whole, it is filed
@@ -99,7 +94,7 @@ def test_layer_outputs_and_gradients_equal_with_and_without_the_cache() -> None:
     b = _batch(order)
 
     def step(warm: bool) -> list[torch.Tensor]:
-        st._STAGES.clear()
+        gc.collect()  # the last step's layer, and the stage it held, are gone
         torch.manual_seed(0)
         conv = SentenceConv(3, 4, SUPPORTS).double()
         if warm:  # the graphs filed by an earlier batch of another order
@@ -120,7 +115,7 @@ def test_layer_outputs_and_gradients_equal_with_and_without_the_cache() -> None:
 
 def test_weighted_batches_and_plain_supports_are_not_filed() -> None:
     b = _batch(GRAPHS)
-    plain = st.stage(st.stage_key("supports", ["A", "I"]))
+    plain = st.Stage.lowered("supports", ["A", "I"], level="matrix")
     plain.supports(*_fresh(b), b.num_nodes)
     assert not [k for k in plain.cache.keys() if k.transform == sc.TRANSFORM]
     conv = SentenceConv(2, 2, ["A ⊙ A²"]).double()
@@ -157,7 +152,9 @@ def test_split_and_assemble_round_trip_with_empty_rows_and_an_empty_support() ->
     csrs = []
     for m in mats:
         r, c = np.nonzero(m)
-        csrs.append(st._csr(torch.from_numpy(r), torch.from_numpy(c), torch.from_numpy(m[r, c]), n))
+        csrs.append(
+            st.make_csr(torch.from_numpy(r), torch.from_numpy(c), torch.from_numpy(m[r, c]), n)
+        )
     pieces = [sc.split(csrs, ptr, k) for k in range(len(sizes))]
     back = sc.assemble(
         [pieces[k] for k in (2, 0, 3, 1)], np.concatenate([[0], np.cumsum([6, 4, 3, 1])])
@@ -195,7 +192,7 @@ def test_identity_support_is_the_operand(supports: list[str]) -> None:
 
 
 def _filed_stage() -> st.Stage:
-    stage = st.stage(st.stage_key("supports", SUPPORTS))
+    stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     warm = _batch(GRAPHS)
     stage.supports(*_fresh(warm), warm.num_nodes)
     return stage
@@ -209,8 +206,7 @@ def test_a_batch_of_seen_graphs_is_not_validated_again() -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(st, "make_batch", lambda *a, **k: pytest.fail("validated a seen batch"))
         sup = stage.supports(*_fresh(b), b.num_nodes)
-    st._STAGES.clear()
-    want = st.stage(st.stage_key("supports", SUPPORTS)).supports(*_fresh(b), b.num_nodes)
+    want = st.Stage.lowered("supports", SUPPORTS, level="matrix").supports(*_fresh(b), b.num_nodes)
     for s in range(len(SUPPORTS)):
         assert torch.equal(
             sup.csr(torch.float64)[s].to_dense(), want.csr(torch.float64)[s].to_dense()
@@ -276,7 +272,7 @@ def test_split_many_gives_each_graphs_block_of_the_batch() -> None:
     """Each piece, rebuilt as a dense matrix from its row counts, local columns and values,
     is the graph's diagonal block of the batch's support."""
     b = _batch(GRAPHS)
-    stage = st.stage(st.stage_key("supports", ["A ⊙ A²", "diag(A 𝟏) A"]))
+    stage = st.Stage.lowered("supports", ["A ⊙ A²", "diag(A 𝟏) A"], level="matrix")
     sup = stage.supports(*_fresh(b), b.num_nodes)
     csrs = list(zip(sup.rowptrs, sup.cols, sup.vals))
     ptr = b.ptr.numpy()

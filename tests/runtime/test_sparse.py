@@ -458,3 +458,23 @@ def test_operators_kept_across_layers_and_steps_change_no_number(backend: str, m
         fresh = run()
     for a, b in zip(kept, fresh, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_models_own_their_last_built_operators() -> None:
+    """The one-entry memos are the model's (shared by its layers, which read the same graph),
+    not the process's: they hold the last batch's tensors only while the model lives."""
+    import gc
+    import weakref
+
+    from matlang.graphs import named
+    from matlang.runtime.models import build_model
+
+    net = build_model("gcn", 1, 1, {"hidden": 8, "layers": 3}, backend="torch").double()
+    assert len({id(c.norms) for c in net.convs}) == len({id(c.operators) for c in net.convs}) == 1
+    net([named("petersen"), named("cycle5")])
+    norms = net.convs[0].norms
+    assert norms._last is not None  # the last support built, kept for the next layer
+    memo = weakref.ref(norms)
+    del net, norms
+    gc.collect()
+    assert memo() is None

@@ -1,0 +1,159 @@
+"""The supports of a sentence layer's batch as CSR matrices (``Supports``), and the plain
+supports (``A``, ``I``) built straight from a batch's edges without a compiled module: what the
+layers' custom ops multiply by. Split from :mod:`matlang.compiler.layers.stage`, which builds
+them once per batch and owns them."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from matlang.compiler.layers.support_cache import Csr
+from matlang.runtime.batch import Batch
+from matlang.runtime.sparse import csr_matrix
+
+
+class Supports:
+    """The supports ``C_1 … C_S`` of a batch as one ``(N, N)`` CSR matrix each, and their
+    transposes, built once per batch and dtype: the forward ``Σ_s C_s Y_s`` and the backward
+    ``C_sᵀ G`` are one CSR product per support (torch's ``sparse.mm``).
+
+    Nothing is sorted or interleaved: each support comes as CSR arrays (``materialise`` gives
+    its entries row-major, so its row pointers are a bincount; the per-graph cache gives them
+    assembled). Where every support is symmetric (by structure, on a validated batch) its
+    transpose is itself: no transposition at all. (Stacking them into one ``(N, S·N)`` matrix
+    needed a scatter of every entry per batch, ~2 ms at 128 × ER(25), for one product instead
+    of S.)"""
+
+    def __init__(
+        self,
+        csrs: Sequence[Csr],
+        n: int,
+        *,
+        symmetric: bool = False,
+        identity: Sequence[bool] | None = None,
+    ) -> None:
+        # csrs: (rowptr, cols, values) of C_1 … C_S, each on its own ids (0 ≤ cols < N)
+        self.n, self.s = n, len(csrs)
+        #: which supports are I (their products are the operand itself: no sparse product)
+        self.identity = list(identity) if identity is not None else [False] * self.s
+        self.rowptrs = [c[0] for c in csrs]
+        self.cols = [c[1] for c in csrs]
+        self.vals = [c[2] for c in csrs]
+        # C_sᵀ = C_s: by structure (every sentence symmetric on a validated batch), or for one
+        # support by looking (the flipped entries are the same set with the same values)
+        self.symmetric = symmetric or (
+            self.s == 1 and is_symmetric(self.rows(0), self.cols[0], self.vals[0], n)
+        )
+        self._csr: dict[torch.dtype, list[Tensor]] = {}
+        self._csr_t: dict[torch.dtype, list[Tensor]] = {}
+
+    def rows(self, k: int) -> Tensor:
+        """Support ``k``'s row ids, entry by entry."""
+        ptr = self.rowptrs[k]
+        counts = ptr[1:] - ptr[:-1]
+        return torch.repeat_interleave(torch.arange(self.n, device=ptr.device), counts)
+
+    def entries(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Every entry as ``(rows, support, values)``, support by support."""
+        rows = [self.rows(k) for k in range(self.s)]
+        which = torch.cat([torch.full_like(r, k) for k, r in enumerate(rows)])
+        return torch.cat(rows), which, torch.cat(self.vals)
+
+    def csr(self, dtype: torch.dtype) -> list[Tensor]:
+        ms = self._csr.get(dtype)
+        if ms is None:
+            ms = [
+                csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
+                for ptr, c, v in zip(self.rowptrs, self.cols, self.vals)
+            ]
+            self._csr[dtype] = ms
+        return ms
+
+    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
+        if self.symmetric:
+            return self.csr(dtype)
+        ms = self._csr_t.get(dtype)
+        if ms is None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
+                ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
+            self._csr_t[dtype] = ms
+        return ms
+
+
+def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: bool = False) -> Csr:
+    """A support's CSR arrays from its entries (row-major from ``materialise``; sorted here if
+    not, unless the caller knows): the row pointers are a bincount."""
+    if not row_major:
+        rows, cols, vals = sort_row_major(rows, cols, vals, n)
+    rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
+    return rowptr, cols, vals
+
+
+#: The plan of ``I`` (a support: on the diagonal mask).
+IDENTITY_OPS = ["identity", "ones", "as_edge"]
+
+
+def plain_kind(plan: Any) -> str | None:
+    """``"A"`` or ``"I"`` for the plans of ``A`` and ``I`` (read off the batch, see
+    :func:`plain_support`), ``None`` for any other."""
+    ops = [st.op for st in plan.steps]
+    if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
+        return None
+    return "A" if ops == ["edges", "adjacency"] else "I" if ops == IDENTITY_OPS else None
+
+
+def plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
+    """``A`` (on the batch's coalesced ``edges``) or ``I`` as CSR arrays, values 1: row-major
+    already, what :func:`plain_support` reads off the batch."""
+    if kind == "A":
+        ones = torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
+        return make_csr(edges[0], edges[1], ones, n, row_major=True)
+    i = torch.arange(n, device=edges.device)
+    return make_csr(
+        i, i, torch.ones(n, dtype=torch.float64, device=edges.device), n, row_major=True
+    )
+
+
+def plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
+    """``A`` or ``I`` of an unweighted batch read off the batch (its coalesced edges, or the
+    diagonal) with values 1: what :func:`~compiler.api.materialise` gives for these plans
+    (checked by a test), without a pass of the interpreter (~0.3 ms a batch each). ``None``
+    for any other plan."""
+    kind = plain_kind(module.plan)
+    if b.edge_weight is not None or kind is None:
+        return None
+    if kind == "A":
+        from matlang.runtime.masks import prepared_edges
+
+        edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
+        return edges, torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
+    i = torch.arange(b.num_nodes, device=b.edge_index.device)
+    return torch.stack([i, i]), torch.ones(b.num_nodes, dtype=torch.float64, device=i.device)
+
+
+def sort_row_major(
+    rows: Tensor, cols: Tensor, vals: Tensor, n: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """A support's entries sorted row-major (``materialise`` gives them so; sorted here if
+    not)."""
+    key = rows * n + cols
+    if key.numel() > 1 and not bool((key[1:] > key[:-1]).all()):
+        order = torch.argsort(key)
+        return rows[order], cols[order], vals[order]
+    return rows, cols, vals
+
+
+def is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
+    key, order = torch.sort(rows * n + cols)
+    flipped, forder = torch.sort(cols * n + rows)
+    return bool(torch.equal(key, flipped)) and bool(torch.equal(vals[order], vals[forder]))
+
+
+__all__ = ["Supports"]
