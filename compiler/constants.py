@@ -411,7 +411,8 @@ def underflow_at(op: str, x: Any, y: Any, out: Any) -> int | None:
     """The first entry where a float product (quotient) ``out = x op y`` is 0 though its
     exact value is not (both factors nonzero; a nonzero dividend over a finite divisor):
     float64 underflowed. ``None`` where none did. numpy arrays and torch tensors alike."""
-    if isinstance(out, np.ndarray):
+    if isinstance(out, (np.ndarray, np.generic, int, float)):
+        out = np.asarray(out)
         if out.dtype.kind != "f" or out.size == 0 or out.all():
             return None
         xs, ys = np.broadcast_arrays(np.asarray(x), np.asarray(y))
@@ -421,6 +422,8 @@ def underflow_at(op: str, x: Any, y: Any, out: Any) -> int | None:
         return int(np.flatnonzero(bad)[0]) if bad.any() else None
     import torch
 
+    if not isinstance(out, torch.Tensor):
+        return None
     if not out.is_floating_point() or out.numel() == 0 or bool(out.detach().all()):
         return None
     xs, ys = torch.broadcast_tensors(torch.as_tensor(x), torch.as_tensor(y))
