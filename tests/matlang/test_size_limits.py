@@ -46,10 +46,11 @@ def test_classify_at_the_diag_power_limit_answers() -> None:
 
 
 def test_pattern_k10_answers_without_allocating(capsys: pytest.CaptureFixture[str]) -> None:
-    start = time.monotonic()
+    # CPU seconds (process_time): the machine is shared, wall time measures the others
+    start = time.process_time()
     code, out, err = run(capsys, "pattern", "K10")
     assert code == 0, err
-    assert time.monotonic() - start < 30
+    assert time.process_time() - start < 30
     assert "|Aut| = 3628800" in out and "beyond 3-WL" in out
     assert "MAX_HOM_STEPS" in out  # the certificate's counts are said to be out of reach
 
@@ -60,10 +61,10 @@ def test_rooted_patterns_past_the_work_limit_are_refused_at_once(
 ) -> None:
     if name == "C10":  # one class of roots: 17722 quotients, within the limit (slow test below)
         return
-    start = time.monotonic()
+    start = time.process_time()
     code, out, err = run(capsys, "pattern", name, "--rooted")
     assert code == 1 and "MAX_QUOTIENTS = 25000" in err and "Traceback" not in err
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
 
 
 @pytest.mark.slow
@@ -73,10 +74,10 @@ def test_rooted_patterns_past_the_work_limit_are_refused_at_once(
 def test_patterns_at_ten_nodes_answer_within_30_seconds(
     capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
-    start = time.monotonic()
+    start = time.process_time()
     code, out, err = run(capsys, "pattern", *args, "--no-witness")
     assert code == 0, err
-    assert time.monotonic() - start < 30
+    assert time.process_time() - start < 30
 
 
 def _graphs(seed: int, count: int, top: int = 7) -> list[SmallGraph]:
