@@ -434,6 +434,25 @@ def underflow_at(op: str, x: Any, y: Any, out: Any) -> int | None:
     return int(hit[0, 0]) if hit.numel() else None
 
 
+def no_underflow(
+    module: Any, step: Step, x: Any, y: Any, out: Any, label: Callable[[int], str]
+) -> Any:
+    """``out`` of a compiled module's product or quotient step, or (``nonfinite="error"``) an
+    error where it underflowed a nonzero value to 0 — as an overflow to inf is refused. Read
+    back only for graph values and products with a number literal (where tiny values come
+    from): other steps are not read back (a device sync per step). ``label``: an entry's graph
+    (the entry's row: its node, edge or graph)."""
+    if module.nonfinite != "error" or not out.is_floating_point():
+        return out
+    steps = module.plan.steps
+    if step.kind != GRAPH and not any(steps[a].op in ("param", "const") for a in step.args):
+        return out
+    at = underflow_at(step.op, x.detach(), y.detach(), out.detach())
+    if at is not None:
+        raise underflow_error(step, label(at // max(out.shape[1:].numel(), 1)))
+    return out
+
+
 def underflow_error(st: Step, graph: str) -> EvaluationError:
     """float64 (the dtype's range) underflowed a nonzero value to 0 at ``st``."""
     what = st.note or "a product in the sentence"
@@ -658,6 +677,7 @@ __all__ = [
     "graphs_of",
     "size_of",
     "to_torch",
+    "no_underflow",
     "underflow_at",
     "underflow_error",
 ]
@@ -744,6 +764,10 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
 
     mask, vals = value
     vals = np.broadcast_to(vals, (mask.nnz,))
+    if vals.dtype == object and any(isinstance(v, (float, np.floating)) for v in vals):
+        # a float among the entries: a float matrix (scipy, 0.0 off the mask) as the dense
+        # evaluator gives, not an object matrix whose absent entries are the integer 0
+        vals = vals.astype(np.float64)
     rows, cols = mask.rows, mask.cols
     out = []
     for a, b in zip(ptr[:-1], ptr[1:]):

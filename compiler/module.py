@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
-from matlang.compiler.constants import ConstantStage
+from matlang.compiler.constants import ConstantStage, no_underflow
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.errors import EvaluationError, GraphError, MatlangError
@@ -757,32 +757,14 @@ class CompiledModule(nn.Module):
         if b in ctx.ones and args[0].shape == args[1].shape:
             return args[0]
         x, y = _aligned(args[0], args[1])
-        return self._underflow(ctx, step, x, y, x * y)
-
-    def _underflow(self, ctx: _Context, step: Step, x: Tensor, y: Tensor, out: Tensor) -> Tensor:
-        """``out``, or (``nonfinite="error"``) an error where a product or quotient with a
-        number literal (where tiny values come from), or of graph values, underflowed a nonzero
-        value to 0 — as an overflow to inf is refused. Other steps are not read back (a device
-        sync per step)."""
-        if self.nonfinite != "error" or not out.is_floating_point():
-            return out
-        steps = self.plan.steps
-        if step.kind != GRAPH and not any(steps[a].op in ("param", "const") for a in step.args):
-            return out
-        from matlang.compiler.constants import underflow_at, underflow_error
-
-        at = underflow_at(step.op, x.detach(), y.detach(), out.detach())
-        if at is not None:
-            row = at // max(out.shape[1:].numel(), 1)  # the entry's node, edge or graph
-            raise underflow_error(step, self._graph_of(ctx, step, row))
-        return out
+        return no_underflow(self, step, x, y, x * y, lambda i: self._graph_of(ctx, step, i))
 
     def _op_neg(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return -args[0]
 
     def _op_div(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         x, y = _aligned(args[0], args[1])
-        return self._underflow(ctx, step, x, y, x / y)
+        return no_underflow(self, step, x, y, x / y, lambda i: self._graph_of(ctx, step, i))
 
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if self.nonfinite == "error" and not bool(args[0].detach().all()):  # nan is non-zero

@@ -90,3 +90,10 @@ def test_underflow_is_kept_with_nonfinite_keep() -> None:
 def test_a_true_zero_product_is_not_an_underflow() -> None:
     module = matlang.compile("tr(A) * 1e-300", dtype=torch.float64)
     assert float(module(["K4"])[0]) == 0.0
+
+
+def test_a_matrix_holding_floats_comes_back_as_floats() -> None:
+    text = "max(A, 0.5) ⊙ -min(A, 1e3) / .25"
+    got = matlang.evaluate(text, "P3", sparse=True).toarray()
+    want = matlang.evaluate(text, "P3")
+    assert got.dtype == np.float64 and np.array_equal(got, want.astype(np.float64))
