@@ -38,7 +38,7 @@ from matlang.functions import (
     numeric,
 )
 from matlang.graphs import is_one_graph
-from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
+from matlang.runtime.graphblas import Kernels, Mask, as_float64, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
@@ -287,10 +287,24 @@ class ConstantStage:
             return kern.div(a[0], a[1])
         return NotImplemented
 
+    def _check_underflow(
+        self, st: Step, a: list[Any], out: Any, label: Callable[[int], str]
+    ) -> None:
+        """Refuse (``nonfinite="error"``) a float product or quotient that underflowed a
+        nonzero value to 0 (``label``: the graph of an entry), as an overflow to inf is."""
+        if self.nonfinite != "error" or st.op not in ("mul", "div"):
+            return
+        at = underflow_at(st.op, a[0], a[1], out)
+        if at is not None:
+            raise underflow_error(st, label(at))
+
     def _step(self, kern: Kernels, gr: Graphs, k: int, st: Step, regs: dict[int, Any]) -> Any:
         op, a = st.op, [regs[x] for x in st.args]
         shared = self._kernel_op(kern, st, a, regs)
         if shared is not NotImplemented:
+            self._check_underflow(
+                st, a, shared, lambda i: gr.label(_graph_of(self.plan, regs, st, gr, i))
+            )
             return shared
         n = gr.n
         if op == "edges":
@@ -354,7 +368,9 @@ class ConstantStage:
             out = fn(*[np.asarray(x, dtype=object) for x in args])
         else:
             with np.errstate(all="ignore"):
-                out = fn(*[np.asarray(x, dtype=np.float64) for x in args])
+                name = self.plan.functions[st.attr("fn")].name
+                where = f"{name}(...) in {st.note or 'the sentence'}"
+                out = fn(*[as_float64(x, where) for x in args])
         out = np.asarray(out)
         if out.ndim == 0 or out.shape != (size,):
             out = np.broadcast_to(out, (size,)).copy()
@@ -408,6 +424,62 @@ class ConstantStage:
         what = f"{name}(...) in {st.note or 'the sentence'}"
         advice = f"{way}evaluate the sentence exactly (matlang.evaluate)"
         return EvaluationError(mod_refusal(what, top, graph, advice, dtype, bits))
+
+def underflow_at(op: str, x: Any, y: Any, out: Any) -> int | None:
+    """The first entry where a float product (quotient) ``out = x op y`` is 0 though its
+    exact value is not (both factors nonzero; a nonzero dividend over a finite divisor):
+    float64 underflowed. ``None`` where none did. numpy arrays and torch tensors alike."""
+    if isinstance(out, (np.ndarray, np.generic, int, float)):
+        out = np.asarray(out)
+        if out.dtype.kind != "f" or out.size == 0 or out.all():
+            return None
+        xs, ys = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        xs, ys = np.broadcast_to(xs, out.shape), np.broadcast_to(ys, out.shape)
+        ok = np.isfinite(ys) if op == "div" else ys != 0
+        bad = (out == 0) & (xs != 0) & ok
+        return int(np.flatnonzero(bad)[0]) if bad.any() else None
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        return None
+    if not out.is_floating_point() or out.numel() == 0 or bool(out.detach().all()):
+        return None
+    xs, ys = torch.broadcast_tensors(torch.as_tensor(x), torch.as_tensor(y))
+    xs, ys = xs.expand(out.shape), ys.expand(out.shape)
+    ok = torch.isfinite(ys) if op == "div" else ys != 0
+    bad = ((out == 0) & (xs != 0) & ok).reshape(-1)
+    hit = torch.nonzero(bad)
+    return int(hit[0, 0]) if hit.numel() else None
+
+
+def no_underflow(
+    module: Any, step: Step, x: Any, y: Any, out: Any, label: Callable[[int], str]
+) -> Any:
+    """``out`` of a compiled module's product or quotient step, or (``nonfinite="error"``) an
+    error where it underflowed a nonzero value to 0 — as an overflow to inf is refused. Read
+    back only for graph values and products with a number literal (where tiny values come
+    from): other steps are not read back (a device sync per step). ``label``: an entry's graph
+    (the entry's row: its node, edge or graph)."""
+    if module.nonfinite != "error" or not out.is_floating_point():
+        return out
+    steps = module.plan.steps
+    if step.kind != GRAPH and not any(steps[a].op in ("param", "const") for a in step.args):
+        return out
+    at = underflow_at(step.op, x.detach(), y.detach(), out.detach())
+    if at is not None:
+        raise underflow_error(step, label(at // max(out.shape[1:].numel(), 1)))
+    return out
+
+
+def underflow_error(st: Step, graph: str) -> EvaluationError:
+    """float64 (the dtype's range) underflowed a nonzero value to 0 at ``st``."""
+    what = st.note or "a product in the sentence"
+    return EvaluationError(
+        f"{what} underflows to 0 on graph {graph}: its exact value is not 0 but below the "
+        "range of the float dtype (about 1e-308 in float64, 1e-45 in float32); evaluate the "
+        "sentence exactly (matlang.evaluate) or scale it (nonfinite='keep' keeps the 0)"
+    )
+
 
 def _triangle_readouts(
     plan: Plan, const: list[bool], exported: set[int]
@@ -623,6 +695,9 @@ __all__ = [
     "graphs_of",
     "size_of",
     "to_torch",
+    "no_underflow",
+    "underflow_at",
+    "underflow_error",
 ]
 
 
@@ -704,6 +779,10 @@ def _split(level: str, value: Any, graphs: Graphs) -> list[Any]:
 
     mask, vals = value
     vals = np.broadcast_to(vals, (mask.nnz,))
+    if vals.dtype == object and any(isinstance(v, (float, np.floating)) for v in vals):
+        # a float among the entries: a float matrix (scipy, 0.0 off the mask) as the dense
+        # evaluator gives, not an object matrix whose absent entries are the integer 0
+        vals = vals.astype(np.float64)
     rows, cols = mask.rows, mask.cols
     out = []
     for a, b in zip(ptr[:-1], ptr[1:]):

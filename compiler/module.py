@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
-from matlang.compiler.constants import ConstantStage
+from matlang.compiler.constants import ConstantStage, no_underflow
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.errors import EvaluationError, GraphError, MatlangError
@@ -759,14 +759,14 @@ class CompiledModule(nn.Module):
         if b in ctx.ones and args[0].shape == args[1].shape:
             return args[0]
         x, y = _aligned(args[0], args[1])
-        return x * y
+        return no_underflow(self, step, x, y, x * y, lambda i: self._graph_of(ctx, step, i))
 
     def _op_neg(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         return -args[0]
 
     def _op_div(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         x, y = _aligned(args[0], args[1])
-        return x / y
+        return no_underflow(self, step, x, y, x / y, lambda i: self._graph_of(ctx, step, i))
 
     def _op_nonzero(self, ctx: _Context, step: Step, args: list[Tensor]) -> Tensor:
         if self.nonfinite == "error" and not bool(args[0].detach().all()):  # nan is non-zero

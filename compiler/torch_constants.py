@@ -145,6 +145,7 @@ class TorchConstantStage(ConstantStage):
         op, a = st.op, [regs[x] for x in st.args]
         shared = self._kernel_op(kern, st, a, regs)
         if shared is not NotImplemented:
+            self._check_underflow(st, a, shared, lambda i: gr.label(_graph_of(regs, st, gr, i)))
             return shared
         n, dev = gr.n, gr.device
         if op == "edges":

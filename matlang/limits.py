@@ -14,6 +14,9 @@ bound                      value       where it is checked
 ``MAX_COMPILED_SIZE``      256         compiler: operations of a sentence with its powers
                                        multiplied out and its ``let`` bindings expanded
                                        (``tr(A^254)``: 256)
+``MAX_DIAG_POWER``         100         ``classify``: a power ``diag(v)^k`` (the rewrites unroll
+                                       it into ``k`` nested products; Python's recursion
+                                       follows about 110)
 ``WITNESS_SECONDS``        20          ``classify``: time spent searching a witness pair
 ``MAX_DENSE_NODES``        20 000      dense graphs (:class:`~matlang.graphs.Graph`, built-in
                                        names such as ``K20000``, the dense evaluator): nodes of
@@ -38,6 +41,7 @@ MAX_EXPONENT = 10_000
 # every exact value the evaluator returns stays printable.
 MAX_DIGITS = 4_000
 MAX_COMPILED_SIZE = 256
+MAX_DIAG_POWER = 100
 WITNESS_SECONDS = 20.0
 MAX_DENSE_NODES = 20_000
 MAX_NODES = 1_000_000_000
@@ -53,6 +57,7 @@ def named(constant: str) -> str:
 __all__ = [
     "MAX_COMPILED_SIZE",
     "MAX_DENSE_NODES",
+    "MAX_DIAG_POWER",
     "MAX_DIGITS",
     "MAX_EXPONENT",
     "MAX_LITERAL_DIGITS",

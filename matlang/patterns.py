@@ -582,8 +582,15 @@ def pattern(
             f"{worst.treewidth} > 2: its homomorphism count is not 2-FWL invariant, so neither "
             "is the count (Dell, Grohe and Rattan 2018), and no MATLANG sentence computes it"
         )
-        cert = certificate(p, None if rooted else quotients, extra) if witness else None
-        if witness and cert is None:
+        cert = None
+        refused = None
+        if witness:
+            try:
+                cert = certificate(p, None if rooted else quotients, extra)
+            except PatternError as e:  # counts too large to take: said, not searched
+                refused = f"no certificate searched: {e}"
+                notes.append(refused)
+        if witness and cert is None and refused is None:
             notes.append(
                 "no certificate among the searched 2-FWL-equivalent pairs"
                 + ("" if extra else " (datasets=True searches sr25 too)")

@@ -121,6 +121,18 @@ class Normalization:
 def normalize(e: Expr, rules: Sequence[Rule]) -> Normalization:
     """Rewrite ``e`` with the table ``rules`` to a fixed point (the rules' own assumptions hold:
     :data:`matlang.rules.RULES` assumes simple undirected graphs)."""
+    try:
+        return _normalize(e, rules)
+    except RecursionError:
+        from matlang.errors import MatlangError
+
+        raise MatlangError(
+            "the sentence's rewritten form nests deeper than the rewriting can follow (Python's "
+            "recursion limit): write it with fewer nested products"
+        ) from None
+
+
+def _normalize(e: Expr, rules: Sequence[Rule]) -> Normalization:
     ctx = RewriteContext(rules)
     out = ctx.norm(e)
     for _ in range(4):  # the engine reaches a fixed point in one pass; this only checks it

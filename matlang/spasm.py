@@ -29,6 +29,13 @@ from matlang.errors import MatlangError
 
 #: The largest pattern :func:`spasm` accepts (Bell(10) = 115975 partitions).
 MAX_NODES = 10
+#: The most quotients (independent partitions, times the root classes of a rooted count) a
+#: spasm enumerates: about 1 ms of plain Python each, so at most ~30 s on one core. Counted
+#: before anything is enumerated (:func:`partition_count`).
+MAX_QUOTIENTS = 25_000
+#: The most steps (``n`` to the number of nodes an elimination step joins) a homomorphism count
+#: by :func:`hom_count` may take, checked before the einsum allocates its ``n^k`` table.
+MAX_HOM_STEPS = 10**8
 
 
 class PatternError(MatlangError):
@@ -162,7 +169,21 @@ def isomorphic(g: SmallGraph, h: SmallGraph, rg: int | None = None, rh: int | No
     if g.n != h.n or len(g.edges) != len(h.edges):
         return False
     cg, ch = _joint_colours(g, h, rg, rh)
-    if sorted(cg) != sorted(ch):
+    return _coloured_isomorphic(g, cg, h, ch)
+
+
+def _stable(g: SmallGraph, root: int | None) -> list[int]:
+    """g's stable colour-refinement colours (the root apart): canonical, so an isomorphism
+    maps colours to equal colours, and two graphs' colourings can be compared directly."""
+    start = [0] * g.n
+    if root is not None:
+        start[root] = 1
+    return _refine(g, start)
+
+
+def _coloured_isomorphic(g: SmallGraph, cg: list[int], h: SmallGraph, ch: list[int]) -> bool:
+    """Whether an isomorphism g → h maps each colour ``cg`` to the same colour ``ch``."""
+    if g.n != h.n or len(g.edges) != len(h.edges) or sorted(cg) != sorted(ch):
         return False
     order = sorted(range(g.n), key=lambda v: (sum(cg[x] == cg[v] for x in range(g.n)), v))
     image: dict[int, int] = {}
@@ -197,30 +218,74 @@ def invariant(g: SmallGraph, root: int | None = None) -> tuple[object, ...]:
 
 
 def automorphisms(g: SmallGraph) -> int:
-    """|Aut(g)|, by backtracking over degree-preserving maps."""
+    """|Aut(g)| by the orbit–stabiliser chain: the product over v of the orbit of v under the
+    automorphisms fixing 0..v-1, each orbit point found by one search for an automorphism (the
+    first one found settles it) — not by listing the automorphisms (10! of K10)."""
+    total = 1
+    for v in range(g.n):
+        fixed = {u: u for u in range(v)}
+        total *= sum(1 for w in range(g.n) if _automorphism_exists(g, {**fixed, v: w}))
+    return total
+
+
+def _automorphism_exists(g: SmallGraph, start: dict[int, int]) -> bool:
+    """Whether an automorphism of g extends the partial map ``start``."""
     nb = g.neighbours
-    count = 0
-    image = [-1] * g.n
-    used = [False] * g.n
+    if len(set(start.values())) != len(start):
+        return False
+    image = dict(start)
+    for u, w in start.items():
+        if len(nb[u]) != len(nb[w]):
+            return False
+        for x, y in start.items():
+            if (x in nb[u]) != (y in nb[w]):
+                return False
+    used = set(image.values())
+    rest = [v for v in range(g.n) if v not in image]
 
-    def extend(v: int) -> None:
-        nonlocal count
-        if v == g.n:
-            count += 1
-            return
+    def extend(i: int) -> bool:
+        if i == len(rest):
+            return True
+        v = rest[i]
         for w in range(g.n):
-            if used[w] or len(nb[w]) != len(nb[v]):
+            if w in used or len(nb[w]) != len(nb[v]):
                 continue
-            if all((image[u] in nb[w]) == (u in nb[v]) for u in range(v)):
-                image[v], used[w] = w, True
-                extend(v + 1)
-                used[w] = False
+            if all((image[u] in nb[w]) == (u in nb[v]) for u in image):
+                image[v] = w
+                used.add(w)
+                if extend(i + 1):
+                    return True
+                del image[v]
+                used.discard(w)
+        return False
 
-    extend(0)
-    return count
+    return extend(0)
 
 
 # --------------------------------------------------------------------------- treewidth
+
+
+def _at_most_two(g: SmallGraph) -> bool:
+    """Whether treewidth(g) ≤ 2, by the reduction rules of partial 2-trees (Arnborg and
+    Proskurowski 1986): a graph has treewidth at most 2 exactly when deleting nodes of degree
+    ≤ 1 and replacing a node of degree 2 by an edge between its neighbours empties it."""
+    adj = {v: set(g.neighbours[v]) for v in range(g.n)}
+    changed = True
+    while adj and changed:
+        changed = False
+        for v in list(adj):
+            nbrs = adj[v]
+            if len(nbrs) > 2:
+                continue
+            if len(nbrs) == 2:
+                a, b = nbrs
+                adj[a].add(b)
+                adj[b].add(a)
+            for w in nbrs:
+                adj[w].discard(v)
+            del adj[v]
+            changed = True
+    return not adj
 
 
 def treewidth(g: SmallGraph) -> int:
@@ -228,8 +293,12 @@ def treewidth(g: SmallGraph) -> int:
     TW(S) = min over v ∈ S of max(TW(S − v), |Q(S − v, v)|), where Q(S, v) are the vertices
     outside S ∪ {v} reachable from v through S."""
     n = g.n
-    if n <= 1:
+    if n <= 1 or not g.edges:
         return 0
+    if g.is_forest():
+        return 1
+    if _at_most_two(g):  # most quotients: no 2ⁿ table
+        return 2
     nb = [sum(1 << w for w in g.neighbours[v]) for v in range(n)]
 
     def q(s: int, v: int) -> int:
@@ -286,6 +355,49 @@ def independent_partitions(g: SmallGraph) -> Iterator[list[list[int]]]:
     return place(0)
 
 
+def partition_count(g: SmallGraph) -> int:
+    """How many partitions of V(g) into independent sets there are (what
+    :func:`independent_partitions` yields), by a sum over subsets — without enumerating them:
+    ``f(S) = Σ f(S ∖ I)`` over the independent ``I ⊆ S`` holding S's lowest node."""
+    n = g.n
+    nbr = [sum(1 << w for w in g.neighbours[v]) for v in range(n)]
+    independent = [True] * (1 << n)
+    for s in range(1, 1 << n):
+        low = (s & -s).bit_length() - 1
+        rest = s & (s - 1)
+        independent[s] = independent[rest] and not (nbr[low] & rest)
+    f = [0] * (1 << n)
+    f[0] = 1
+    for s in range(1, 1 << n):
+        low = s & -s
+        rest = s ^ low
+        total = 0
+        sub = rest
+        while True:  # every subset of the rest, with the lowest node added
+            i = sub | low
+            if independent[i]:
+                total += f[s ^ i]
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        f[s] = total
+    return f[(1 << n) - 1]
+
+
+def check_work(p: SmallGraph, roots: int) -> None:
+    """Refuse, before enumerating, a spasm of more than :data:`MAX_QUOTIENTS` quotients
+    (``roots``: the root classes a rooted count enumerates it for)."""
+    count = partition_count(p) * roots
+    if count > MAX_QUOTIENTS:
+        what = f" for each of {roots} classes of roots" if roots > 1 else ""
+        raise PatternError(
+            f"a pattern with {p.n} nodes and {len(p.edges)} edges has {count} quotients to "
+            f"enumerate ({count // roots} partitions into independent sets{what}), past the "
+            f"limit MAX_QUOTIENTS = {MAX_QUOTIENTS} (matlang.spasm): about 1 ms each; count a "
+            "smaller pattern" + (" or the unrooted count" if roots > 1 else "")
+        )
+
+
 def quotient(g: SmallGraph, blocks: Sequence[Sequence[int]]) -> tuple[SmallGraph, list[int]]:
     """g with each block merged to one node (parallel edges collapse), and each node's block."""
     where = [0] * g.n
@@ -319,22 +431,27 @@ def spasm(p: SmallGraph, *, root: int | None = None) -> list[Quotient]:
     node v of G as Σ_Q coefficient · hom(Q, G; root's block ↦ v) (see :func:`rooted_spasm`)."""
     if p.n > MAX_NODES:
         raise PatternError(f"patterns have at most {MAX_NODES} nodes, got {p.n}")
+    if root is None:
+        check_work(p, 1)
     aut = automorphisms(p)
     # invariant → [[quotient, root, summed μ], ...] of pairwise non-isomorphic quotients
+    # the stable colours of each quotient are computed once: they key its bucket and restrict
+    # the isomorphism search (a joint refinement per comparison cost ~3× as much)
     buckets: dict[object, list[list]] = {}
     for blocks in independent_partitions(p):
         q, where = quotient(p, blocks)
         r = None if root is None else where[root]
-        bucket = buckets.setdefault(invariant(q, r), [])
-        entry = next((e for e in bucket if isomorphic(e[0], q, e[1], r)), None)
+        colours = _stable(q, r)
+        bucket = buckets.setdefault((q.n, len(q.edges), tuple(sorted(colours))), [])
+        entry = next((e for e in bucket if _coloured_isomorphic(e[0], e[3], q, colours)), None)
         if entry is None:
-            entry = [q, r, 0]
+            entry = [q, r, 0, colours]
             bucket.append(entry)
         entry[2] += mobius(blocks)
     out = [
         Quotient(q, Fraction(c, aut), treewidth(q), r)
         for bucket in buckets.values()
-        for q, r, c in bucket
+        for q, r, c, _ in bucket
         if c != 0
     ]
     out.sort(key=lambda x: (-x.graph.n, -len(x.graph.edges)))
@@ -344,16 +461,35 @@ def spasm(p: SmallGraph, *, root: int | None = None) -> list[Quotient]:
 def rooted_spasm(p: SmallGraph) -> list[Quotient]:
     """The per-node count: copies of P through node v of G as Σ_Q coefficient · hom_root(Q)(v),
     from inj_r(P, G)(v) (copies with r on v) summed over P's nodes r, divided by |Aut(P)|."""
-    groups: list[Quotient] = []
+    if p.n > MAX_NODES:
+        raise PatternError(f"patterns have at most {MAX_NODES} nodes, got {p.n}")
+    # roots in one orbit of Aut(P) have the same rooted spasm: one per orbit, times its size
+    orbits: list[list[int]] = []
     for r in range(p.n):
-        for q in spasm(p, root=r):
-            for i, old in enumerate(groups):
-                if isomorphic(old.graph, q.graph, old.root, q.root):
+        home = next((o for o in orbits if isomorphic(p, p, o[0], r)), None)
+        if home is None:
+            orbits.append([r])
+        else:
+            home.append(r)
+    check_work(p, len(orbits))
+    groups: list[Quotient] = []
+    seen: dict[object, list[tuple[int, list[int]]]] = {}  # colours → [(group, colours)]
+    for orbit in orbits:
+        for q in spasm(p, root=orbit[0]):
+            q = Quotient(q.graph, q.coefficient * len(orbit), q.treewidth, q.root)
+            colours = _stable(q.graph, q.root)
+            bucket = seen.setdefault(
+                (q.graph.n, len(q.graph.edges), tuple(sorted(colours))), []
+            )
+            for i, cs in bucket:
+                old = groups[i]
+                if _coloured_isomorphic(old.graph, cs, q.graph, colours):
                     groups[i] = Quotient(
                         old.graph, old.coefficient + q.coefficient, old.treewidth, old.root
                     )
                     break
             else:
+                bucket.append((len(groups), colours))
                 groups.append(q)
     out = [q for q in groups if q.coefficient != 0]
     out.sort(key=lambda x: (-x.graph.n, -len(x.graph.edges)))
@@ -386,6 +522,12 @@ def _eliminate(
         names = sorted({x for vs, _ in mine for x in vs} | {v})
         letters = {x: chr(97 + i) for i, x in enumerate(names)}
         out_vars = tuple(x for x in names if x != v)
+        if n ** len(names) > MAX_HOM_STEPS:
+            raise PatternError(
+                f"a homomorphism count of a {f.n}-node graph with {len(f.edges)} edges on a "
+                f"{n}-node graph takes {n}^{len(names)} steps, past the limit MAX_HOM_STEPS = "
+                "10^8 (matlang.spasm)"
+            )
         if not mine:
             t = np.array(n, dtype=a.dtype)  # an isolated node: n choices
         else:
@@ -424,7 +566,11 @@ def sub_count(p: SmallGraph, adjacency: np.ndarray) -> Fraction:
 
 
 __all__ = [
+    "MAX_HOM_STEPS",
     "MAX_NODES",
+    "MAX_QUOTIENTS",
+    "check_work",
+    "partition_count",
     "PatternError",
     "Quotient",
     "SmallGraph",

@@ -121,10 +121,40 @@ def _common_denominator(x: np.ndarray) -> tuple[np.ndarray, int]:
     return num.astype(np.int64), den
 
 
+def _holds_float(x: np.ndarray) -> bool:
+    """float64 values, or an object array holding a float."""
+    if x.dtype.kind == "f":
+        return True
+    return x.dtype == object and any(isinstance(v, (float, np.floating)) for v in x.flat)
+
+
+def _as_float(x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` in float64 at its value (a Fraction as its nearest float)."""
+    return as_float64(x, f"{what} on the sparse path")
+
+
+def as_float64(x: Any, where: str) -> np.ndarray:
+    """``x`` (an array or a scalar, exact or not) in float64; an exact value past float64's
+    range is refused as the dense evaluator refuses it, naming ``where`` — never numpy's
+    OverflowError."""
+    x = np.asarray(x)
+    if x.dtype == np.float64:
+        return x
+    try:
+        return x.astype(np.float64)
+    except OverflowError:
+        digits = len(str(abs(int(maxabs(x)))))
+        raise EvaluationError(
+            f"{where}: an exact value with {digits} digits does not fit in float64"
+        ) from None
+
+
 def _rational(num: np.ndarray, den: int) -> np.ndarray:
     """``num / den`` as exact numbers (ints where whole)."""
     if den == 1:
         return num
+    if num.dtype.kind not in "iubO":  # a float result is a float: divided, never truncated
+        return num / den
     out = np.empty(num.shape, dtype=object)
     out.flat[:] = [_exact(Fraction(int(v), den)) for v in num.flat]
     return out
@@ -132,6 +162,14 @@ def _rational(num: np.ndarray, den: int) -> np.ndarray:
 
 def _exact(v: Fraction) -> int | Fraction:
     return int(v) if v.denominator == 1 else v
+
+
+def _quotient(a: Any, b: Any) -> Any:
+    """``a / b`` of two exact numbers as an exact one; with a float among them, a float (a
+    float read as a Fraction would print a float's binary digits as an exact rational)."""
+    if isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+        return float(a) / float(b)
+    return _exact(Fraction(a) / Fraction(b))
 
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -446,22 +484,33 @@ class Kernels:
         self, *xs: np.ndarray, terms: int, what: str
     ) -> tuple[list[np.ndarray], int]:
         """``xs`` as int64 or float64 arrays for a kernel summing up to ``terms`` products, and
-        the denominator the integer result has (exact rationals are scaled to integers)."""
+        the denominator the integer result has: exact rationals are scaled to integer
+        numerators only where every operand is exact and the bound fits int64. An operand
+        holding a float makes the product a float: every operand goes to float64 at its value
+        (a Fraction as ``float(num / den)``), denominator 1 — never a float product turned
+        back into a Fraction by truncation."""
+        floats = [_as_float(x, what) for x in xs] if any(_holds_float(x) for x in xs) else None
+        if floats is not None:
+            return floats, 1
         den = 1
         out = []
         for x in xs:
             if x.dtype == object:
-                num, d = _common_denominator(x)
+                try:
+                    num, d = _common_denominator(x)
+                except EvaluationError:
+                    if self.exact:
+                        raise
+                    return [_as_float(v, what) for v in xs], 1
                 den *= d
                 out.append(num)
             else:
                 out.append(x)
-        if all(_integral(x) for x in out):
-            bound: int | float = terms
-            for x in out:
-                bound *= maxabs(x)
-            if not self.fits(bound, what):
-                out = [x.astype(np.float64) for x in out]
+        bound: int | float = terms
+        for x in out:
+            bound *= maxabs(x)
+        if not self.fits(bound, what):
+            return [_as_float(x, what) for x in xs], 1
         return out, den
 
     # masks ----------------------------------------------------------------------------
@@ -659,7 +708,7 @@ class Kernels:
                 return q
         xs, ys = np.broadcast_arrays(np.asarray(x, dtype=object), np.asarray(y, dtype=object))
         out = np.empty(xs.shape, dtype=object)
-        out.flat[:] = [_exact(Fraction(a) / Fraction(b)) for a, b in zip(xs.flat, ys.flat)]
+        out.flat[:] = [_quotient(a, b) for a, b in zip(xs.flat, ys.flat)]
         return out
 
 
@@ -685,4 +734,13 @@ def _matvec(
     return out
 
 
-__all__ = ["Kernels", "Mask", "SAFE", "is_iso", "maxabs", "segment_sum", "set_threads"]
+__all__ = [
+    "Kernels",
+    "Mask",
+    "SAFE",
+    "as_float64",
+    "is_iso",
+    "maxabs",
+    "segment_sum",
+    "set_threads",
+]

@@ -18,7 +18,13 @@ from matlang.compiler.layers.stage import (
     sentence_stage,
 )
 from matlang.errors import GraphError, MatlangError
-from matlang.runtime.layer_inputs import layer_inputs, no_x, unpack, without_weight
+from matlang.runtime.layer_inputs import (
+    adjacency_edges,
+    layer_inputs,
+    no_x,
+    unpack,
+    without_weight,
+)
 
 
 class SentenceReadout(nn.Module):
@@ -119,6 +125,13 @@ class SentenceReadout(nn.Module):
         graph without nodes (in eager mode; under ``torch.compile`` they are refused).
         ``edge_weight`` (or a data object's): ``A`` holds the weights, as in ``SentenceConv``
         and ``matlang.evaluate``; computed on every call, differentiable in the weights."""
+        if isinstance(x, Tensor) and edge_index is not None:
+            # the adjacency forms SentenceConv takes: a torch sparse (COO/CSR/CSC) matrix or a
+            # SparseTensor, its values the weights (none for a pattern of ones)
+            edge_index, given = adjacency_edges(edge_index, int(x.shape[0]))
+            if given is not None and edge_weight is not None:
+                raise GraphError("edge_weight is given twice: by the sparse adjacency and by name")
+            edge_weight = given if edge_weight is None else edge_weight
         x, edge_index, batch = layer_inputs(x, edge_index, batch)
         if num_graphs is None and not isinstance(x, Tensor):
             num_graphs = getattr(x, "num_graphs", None)

@@ -33,6 +33,8 @@ from matlang.ast import (
     Sub,
     Transpose,
 )
+from matlang.errors import MatlangError
+from matlang.limits import MAX_DIAG_POWER, named
 from matlang.rewrite import SYMMETRIC, RewriteContext, Rule
 from matlang.shapes import MATRIX, ROW
 
@@ -131,6 +133,13 @@ def _power_trivial(e: Expr, ctx: RewriteContext) -> Expr | None:
 
 def _power_diag(e: Expr, ctx: RewriteContext) -> Expr | None:
     if isinstance(e, Power) and isinstance(e.base, Diag) and e.exponent >= 2:
+        if e.exponent > MAX_DIAG_POWER:
+            from matlang.printer import to_text
+
+            raise MatlangError(
+                f"{to_text(e)}: the rewrites unroll a power of a diag into that many nested "
+                f"products, past {named('MAX_DIAG_POWER')}"
+            )
         v = column(e.base.operand)
         return Diag(Mul(Power(e.base, e.exponent - 1), v))
     return None

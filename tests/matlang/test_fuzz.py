@@ -1,7 +1,8 @@
 """10⁴ random and mutated strings: the front end raises only MatlangError subclasses (never a
 lark, sympy, Python or numpy exception), every error renders with a valid location, every
 string that does parse prints to a canonical text that parses back to the same program, and
-(for the mutated sentences) evaluates exactly or raises an EvaluationError.
+(for the mutated sentences) evaluates exactly or raises an EvaluationError, and the sparse exact
+evaluator gives the same value (one sentence in four; every one in long mode).
 
 Long mode (issue 18): ``MATLANG_FUZZ_SCALE=10 python -m pytest tests/matlang/test_fuzz.py``
 runs 10× the examples (10⁵ inputs), puts every input under a watchdog (an input that takes
@@ -191,8 +192,59 @@ def _check(text: str, *, evaluate: bool) -> None:
         except EvaluationError:
             exact.append(None)
             STATS["evaluation refused"] += 1
+    _sparse(program, exact)
     if LONG:
         _compiled(program, exact)
+
+
+def _sparse(program: Program, exact: list[object]) -> None:
+    """The sparse exact evaluator (GraphBLAS) on P3, for sentences without inputs (every one in
+    long mode, one in four otherwise): a value equal to the dense evaluator's — exact where it is
+    exact, a float (never a Fraction) within 1e-12 where it is a float — or a project error."""
+    from matlang.compiler.constants import evaluate_sparse
+
+    if program.inputs:
+        return
+    STATS["sparse candidates"] += 1
+    if not LONG and STATS["sparse candidates"] % 4:
+        return
+    for sentence, want in zip(program, exact):
+        try:
+            got = evaluate_sparse(sentence.expr, PATH3)
+        except MatlangError as err:
+            STATS[f"sparse refused {type(err).__name__}"] += 1
+            continue
+        STATS["sparse evaluated"] += 1
+        if want is None:  # the dense evaluator refused: a value here is not compared
+            continue
+        assert_same_value(got, want)
+        STATS["sparse equal exact"] += 1
+
+
+def _flat_values(v: object) -> list[object]:
+    import numpy as np
+
+    if hasattr(v, "toarray"):  # a scipy sparse matrix
+        v = v.toarray()
+    if isinstance(v, np.ndarray):
+        return [x.item() if isinstance(x, np.generic) else x for x in v.reshape(-1).tolist()]
+    return [v]
+
+
+def assert_same_value(got: object, want: object) -> None:
+    """``got`` (sparse evaluator) equals ``want`` (dense): exact kinds exactly, floats close."""
+    from fractions import Fraction
+
+    g_flat, w_flat = _flat_values(got), _flat_values(want)
+    assert len(g_flat) == len(w_flat), (got, want)
+    for g, w in zip(g_flat, w_flat):
+        if isinstance(w, (int, Fraction)):
+            assert isinstance(g, (int, Fraction)) and g == w, (got, want)
+        else:
+            assert isinstance(g, float), (got, want)
+            assert math.isclose(g, float(w), rel_tol=1e-12, abs_tol=1e-300) or (
+                math.isnan(g) and math.isnan(float(w))
+            ), (got, want)
 
 
 INPUTS = {"h": [1, 2, 3], "w": [0, 1, 0]}
