@@ -20,6 +20,7 @@ from matlang.cli import (
     bench,
     classify,
     compile,
+    count,
     data,
     eval,
     models,
@@ -33,7 +34,7 @@ from matlang.errors import MatlangError
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch.
-COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data, bench, report)
+COMMANDS = (parse, eval, compile, classify, pattern, count, wl, bank, models, data, bench, report)
 
 
 class Parser(argparse.ArgumentParser):
