@@ -77,9 +77,7 @@ def terms(p: SmallGraph, per: str) -> tuple[Term, ...]:
     """The spasm of P for ``per``: graph (one root, any node: the vector is summed), node (the
     rooted spasm) or edge (two adjacent roots)."""
     if per == "graph":
-        return tuple(
-            Term(q.coefficient, q.graph, (_best_root(q.graph),)) for q in spasm(p)
-        )
+        return tuple(Term(q.coefficient, q.graph, (_best_root(q.graph),)) for q in spasm(p))
     if per == "node":
         return tuple(Term(q.coefficient, q.graph, (int(q.root),)) for q in rooted_spasm(p))
     aut = automorphisms(p)

@@ -361,6 +361,7 @@ def _enumerate(host: Host, state: _State, roots: list[int]) -> np.ndarray:
     if len(roots) == 2:
         anchors[1] = (roots[0], state.matrix(roots[0], roots[1]))
     while rest:
+
         def score(v: int) -> tuple[float, float, int]:
             links = [u for u in order if state.matrix(u, v) is not None]
             rho = min((_rho(host, state.matrix(u, v), memo) for u in links), default=1e30)
