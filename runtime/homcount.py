@@ -461,4 +461,101 @@ def check_bound(host: Host, q: SmallGraph, scale: float = 1.0) -> None:
         )
 
 
-__all__ = ["Host", "hom_rooted", "hom_bound", "check_bound", "SAFE"]
+# ---------------------------------------------------------------------- listing copies
+
+
+def _extend(host: Host, cols: list[np.ndarray], src: np.ndarray, oriented: Any = None) -> Any:
+    """Every (row, neighbour) pair of the partial rows: (row index, new node) arrays."""
+    m = host.A if oriented is None else oriented
+    starts, ends = m.indptr[src], m.indptr[src + 1]
+    counts = (ends - starts).astype(np.int64)
+    total = int(counts.sum())
+    rep = np.repeat(np.arange(src.size), counts)
+    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    new = m.indices[np.repeat(starts.astype(np.int64), counts) + offs].astype(np.int64)
+    return rep, new
+
+
+def _has_edge(host: Host, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    keys, _ = host.lookup("A")
+    k = u * host.n + v
+    if not keys.size:
+        return np.zeros(k.size, dtype=bool)
+    at = np.minimum(np.searchsorted(keys, k), keys.size - 1)
+    return keys[at] == k  # type: ignore[no-any-return]
+
+
+def list_copies(
+    host: Host, q: SmallGraph, *, induced: bool = False, rows_per_chunk: int = CHUNK_ROWS
+) -> Any:
+    """Yield arrays (m, k) of injective homomorphisms of Q into G (induced: non-edges of Q on
+    non-edges of G), chunked by the first node's image. Every copy of Q appears |Aut Q| times;
+    for a complete Q (clique listing in degree order: each edge oriented towards the endpoint of
+    larger (degree, id), whose out-degrees are at most √(2m)) each clique appears once."""
+    n = host.n
+    clique = len(q.edges) == q.n * (q.n - 1) // 2
+    oriented = None
+    if clique:
+        rank = np.lexsort((np.arange(n), host.deg))
+        pos = np.empty(n, dtype=np.int64)
+        pos[rank] = np.arange(n)
+        a = host.A.tocoo()
+        up = pos[a.row] < pos[a.col]
+        oriented = sp.csr_matrix(
+            (np.ones(int(up.sum()), dtype=np.int64), (a.row[up], a.col[up])), shape=(n, n)
+        )
+        oriented.sort_indices()
+        order = list(range(q.n))
+        parent = [-1] + [i - 1 for i in range(1, q.n)]
+        growth = max(host.rho / 2, 1.0) ** (q.n - 1)
+    else:
+        start = max(range(q.n), key=lambda v: (len(q.neighbours[v]), -v))
+        order, parent = [start], [-1]
+        seen = {start}
+        while len(order) < q.n:  # BFS order: each node after a neighbour (its anchor)
+            for i, u in enumerate(order):
+                nxt = sorted(w for w in q.neighbours[u] if w not in seen)
+                if nxt:
+                    w = max(nxt, key=lambda w: len(q.neighbours[w] & seen))
+                    order.append(w)
+                    parent.append(i)
+                    seen.add(w)
+                    break
+        growth = max(host.rho, 1.0) ** (q.n - 1)
+    step = int(max(16, min(n, rows_per_chunk / growth))) if n else 1
+    for lo in range(0, n, step):
+        cols = [np.arange(lo, min(n, lo + step), dtype=np.int64)]
+        for i in range(1, q.n):
+            v = order[i]
+            rep, new = _extend(host, cols, cols[parent[i]], oriented)
+            cols = [c[rep] for c in cols]
+            keep = np.ones(new.size, dtype=bool)
+            for j in range(i):
+                u = order[j]
+                if j == parent[i]:
+                    continue
+                if clique or u in q.neighbours[v]:
+                    keep &= _has_edge(host, cols[j], new)
+                else:
+                    keep &= cols[j] != new
+                    if induced:
+                        keep &= ~_has_edge(host, cols[j], new)
+            cols = [c[keep] for c in cols]
+            cols.append(new[keep])
+            if not cols[0].size:
+                break
+        if len(cols) == q.n and cols[0].size:
+            out = np.empty((cols[0].size, q.n), dtype=np.int64)
+            for j, v in enumerate(order):
+                out[:, v] = cols[j]
+            yield out
+
+
+def listing_rows(host: Host, q: SmallGraph) -> float:
+    """Estimated partial rows :func:`list_copies` goes through (a tree of Q grown on G)."""
+    if len(q.edges) == q.n * (q.n - 1) // 2:
+        return host.n * max(host.rho / 2, 1.0) ** min(q.n - 1, 2)
+    return host.n * max(host.rho, 1.0) ** (q.n - 1)
+
+
+__all__ = ["Host", "SAFE", "check_bound", "hom_bound", "hom_rooted", "list_copies", "listing_rows"]
