@@ -84,7 +84,7 @@ def terms(p: SmallGraph, per: str) -> tuple[Term, ...]:
     if per == "graph":
         return tuple(Term(q.coefficient, q.graph, (_best_root(q.graph),)) for q in spasm(p))
     if per == "node":
-        return tuple(Term(q.coefficient, q.graph, (int(q.root),)) for q in rooted_spasm(p))
+        return tuple(Term(q.coefficient, q.graph, (q.root or 0,)) for q in rooted_spasm(p))
     aut = automorphisms(p)
     groups: dict[Any, list[Any]] = {}
     parts = list(independent_partitions(p))
