@@ -244,3 +244,13 @@ def test_cli(tmp_path, capsys):
     assert main(["count", "C4", "--graph", "petersen", "--per", "node"]) == 0
     assert "0 0 0" in capsys.readouterr().out
     assert main(["count", "cycel5", "--graph", "petersen"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("cycel5", "C5"), ("tringle", "triangle"), ("paht4", "P4")]
+)
+def test_mistyped_pattern_names_the_closest(typo, meant):
+    with pytest.raises(PatternError, match=f"did you mean '{meant}'"):
+        matlang.pattern(typo, witness=False)
+    with pytest.raises(PatternError, match=f"did you mean '{meant}'"):
+        matlang.count(typo, "petersen")
