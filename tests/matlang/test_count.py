@@ -254,3 +254,16 @@ def test_mistyped_pattern_names_the_closest(typo, meant):
         matlang.pattern(typo, witness=False)
     with pytest.raises(PatternError, match=f"did you mean '{meant}'"):
         matlang.count(typo, "petersen")
+
+
+def test_wl_takes_built_in_names_and_says_one_pair(capsys):
+    from matlang.cli import main
+
+    assert main(["wl", "--graph", "rook4x4", "--graph", "shrikhande", "--test", "3-wl"]) == 0
+    out = capsys.readouterr().out
+    assert "on 1 pair of" in out and "1 equivalent" in out and "no node features" in out
+    assert main(["wl", "--graph", "rook4x4", "--graph6", "OlfJHsHBGK_\\oHWKeBK_\\"]) == 0
+    assert "1 pair" in capsys.readouterr().out
+    assert main(["wl"]) == 1
+    assert "no graphs" in capsys.readouterr().err
+    assert main(["wl", "--graph", "K4", "--dataset", "sr25"]) == 1
