@@ -51,7 +51,7 @@ PER = ("graph", "node", "edge")
 #: Copies are listed (not counted through the spasm) when the listing's estimated partial rows
 #: are at most this many: small graphs, where a few vectorised steps beat the spasm's hundreds
 #: of sparse products, and cliques (listed once each, in degree order).
-LIST_ROWS = 3e6
+LIST_ROWS = 5e6
 
 
 @dataclass(frozen=True)

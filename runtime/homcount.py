@@ -521,7 +521,7 @@ def list_copies(
                     parent.append(i)
                     seen.add(w)
                     break
-        growth = max(host.rho, 1.0) ** (q.n - 1)
+        growth = max(host.rho, 1.0) * max(host.rho - 1, 1.0) ** (q.n - 2)
     step = int(max(16, min(n, rows_per_chunk / growth))) if n else 1
     for lo in range(0, n, step):
         cols = [np.arange(lo, min(n, lo + step), dtype=np.int64)]
@@ -552,10 +552,12 @@ def list_copies(
 
 
 def listing_rows(host: Host, q: SmallGraph) -> float:
-    """Estimated partial rows :func:`list_copies` goes through (a tree of Q grown on G)."""
+    """Estimated rows :func:`list_copies` ends with (a tree of Q grown on G, each step
+    ρ − 1 new nodes after the first; ρ = Σd²/Σd)."""
     if len(q.edges) == q.n * (q.n - 1) // 2:
         return host.n * max(host.rho / 2, 1.0) ** min(q.n - 1, 2)
-    return host.n * max(host.rho, 1.0) ** (q.n - 1)
+    # a copy is an injective map: past the first step a path does not step back
+    return host.n * max(host.rho, 1.0) * max(host.rho - 1, 1.0) ** (q.n - 2)
 
 
 __all__ = ["Host", "SAFE", "check_bound", "hom_bound", "hom_rooted", "list_copies", "listing_rows"]
