@@ -78,6 +78,11 @@ def _best_root(q: SmallGraph) -> int:
 
 
 @lru_cache(maxsize=256)
+def _automorphisms(p: SmallGraph) -> int:
+    return automorphisms(p)
+
+
+@lru_cache(maxsize=256)
 def terms(p: SmallGraph, per: str) -> tuple[Term, ...]:
     """The spasm of P for ``per``: graph (one root, any node: the vector is summed), node (the
     rooted spasm) or edge (two adjacent roots)."""
@@ -213,7 +218,7 @@ def read_graphs(graphs: Any) -> Graphs:
             raise GraphError("an edge joins two graphs of the batch", "batch")
         host = Host(n, ei[0], ei[1])
         keys = ei[0] * n + ei[1]
-        akeys = host.lookup("A")[0]
+        akeys = host.lookup_a()
         pos = np.searchsorted(akeys, keys)
         edge_pos = [pos[gid == g] for g in range(ptr.size - 1)]
         return Graphs(host, ptr.astype(np.int64), edge_pos, single)
@@ -237,7 +242,7 @@ def read_graphs(graphs: Any) -> Graphs:
     )
     total = int(ptr[-1])
     host = Host(total, cat[0], cat[1])
-    akeys = host.lookup("A")[0]
+    akeys = host.lookup_a()
     pos = np.searchsorted(akeys, cat[0] * total + cat[1])
     bounds = np.cumsum([0] + [ei.shape[1] for _, ei in pieces])
     edge_pos = [pos[bounds[i] : bounds[i + 1]] for i in range(len(pieces))]
@@ -329,9 +334,9 @@ def listed_arrays(p: SmallGraph, gs: Graphs, per: str, induced: bool) -> np.ndar
     host = gs.host
     check_bound(host, p)
     clique = len(p.edges) == p.n * (p.n - 1) // 2
-    aut = 1 if clique else automorphisms(p)
+    aut = 1 if clique else _automorphisms(p)
     n = host.n
-    akeys = host.lookup("A")[0]
+    akeys = host.lookup_a()
     acc = np.zeros(akeys.size if per == "edge" else n, dtype=np.int64)
     for rows in list_copies(host, p, induced=induced):
         if per == "graph":

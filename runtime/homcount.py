@@ -25,6 +25,7 @@ pattern with one node fixed is at most Δ^(k−1)), and callers refuse what coul
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -53,10 +54,11 @@ class Host:
     def __init__(self, n: int, rows: np.ndarray, cols: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
-        a = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)), shape=(n, n))
-        a.sum_duplicates()
-        a.sort_indices()
-        a.data[:] = 1
+        keys = np.unique(rows * n + cols)  # sorted row-major, duplicates merged
+        indptr = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n)
+        a = sp.csr_matrix(
+            (np.ones(keys.size, dtype=np.int64), keys % n if n else keys, indptr), shape=(n, n)
+        )
         self.n = int(n)
         self.A = a
         self.deg = np.diff(a.indptr).astype(np.int64)
@@ -66,10 +68,15 @@ class Host:
         self.rho = float((self.deg.astype(np.float64) ** 2).sum() / nnz) if a.nnz else 0.0
         self.cache: dict[Key, Any] = {}
         self._lookups: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
+        self._keys = keys
 
     def clear(self) -> None:
         self.cache.clear()
         self._lookups.clear()
+
+    def lookup_a(self) -> np.ndarray:
+        """A's entries as sorted row·n + column keys."""
+        return self._keys
 
     # ------------------------------------------------------------------ factor values
 
@@ -335,7 +342,7 @@ def _assemble(host: Host, state: _State, roots: list[int]) -> np.ndarray:
     m = state.matrix(a, b)
     assert m is not None
     keys, vals = host.lookup(m)
-    akeys, _ = host.lookup("A")
+    akeys = host.lookup_a()
     pos = np.searchsorted(keys, akeys)
     pos = np.minimum(pos, max(keys.size - 1, 0))
     out = np.where(keys[pos] == akeys, vals[pos], 0) if keys.size else np.zeros_like(akeys)
@@ -399,7 +406,7 @@ def _enumerate(host: Host, state: _State, roots: list[int]) -> np.ndarray:
     if len(roots) == 1:
         out = np.zeros(n, dtype=np.int64)
     else:
-        akeys, _ = host.lookup("A")
+        akeys = host.lookup_a()
         out = np.zeros(akeys.size, dtype=np.int64)
     for lo in range(0, n, step):
         cols = [np.arange(lo, min(n, lo + step), dtype=np.int64)]
@@ -439,7 +446,7 @@ def _enumerate(host: Host, state: _State, roots: list[int]) -> np.ndarray:
         if len(roots) == 1:
             np.add.at(out, cols[0], val)
         else:
-            akeys, _ = host.lookup("A")
+            akeys = host.lookup_a()
             k = cols[0] * n + cols[1]
             np.add.at(out, np.searchsorted(akeys, k), val)
     return out
@@ -464,7 +471,7 @@ def check_bound(host: Host, q: SmallGraph, scale: float = 1.0) -> None:
 # ---------------------------------------------------------------------- listing copies
 
 
-def _extend(host: Host, cols: list[np.ndarray], src: np.ndarray, oriented: Any = None) -> Any:
+def _extend(host: Host, cols: Any, src: np.ndarray, oriented: Any = None) -> Any:
     """Every (row, neighbour) pair of the partial rows: (row index, new node) arrays."""
     m = host.A if oriented is None else oriented
     starts, ends = m.indptr[src], m.indptr[src + 1]
@@ -477,7 +484,7 @@ def _extend(host: Host, cols: list[np.ndarray], src: np.ndarray, oriented: Any =
 
 
 def _has_edge(host: Host, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    keys, _ = host.lookup("A")
+    keys = host.lookup_a()
     k = u * host.n + v
     if not keys.size:
         return np.zeros(k.size, dtype=bool)
@@ -485,29 +492,14 @@ def _has_edge(host: Host, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return keys[at] == k  # type: ignore[no-any-return]
 
 
-def list_copies(
-    host: Host, q: SmallGraph, *, induced: bool = False, rows_per_chunk: int = CHUNK_ROWS
-) -> Any:
-    """Yield arrays (m, k) of injective homomorphisms of Q into G (induced: non-edges of Q on
-    non-edges of G), chunked by the first node's image. Every copy of Q appears |Aut Q| times;
-    for a complete Q (clique listing in degree order: each edge oriented towards the endpoint of
-    larger (degree, id), whose out-degrees are at most √(2m)) each clique appears once."""
-    n = host.n
+@lru_cache(maxsize=512)
+def _listing_plan(q: SmallGraph) -> tuple[bool, list[int], list[int], Any, Any, np.ndarray]:
+    """The order :func:`list_copies` extends Q's nodes in: each after its anchor (a
+    neighbour), with the earlier nodes it must be adjacent to and those it must differ from."""
     clique = len(q.edges) == q.n * (q.n - 1) // 2
-    oriented = None
     if clique:
-        rank = np.lexsort((np.arange(n), host.deg))
-        pos = np.empty(n, dtype=np.int64)
-        pos[rank] = np.arange(n)
-        a = host.A.tocoo()
-        up = pos[a.row] < pos[a.col]
-        oriented = sp.csr_matrix(
-            (np.ones(int(up.sum()), dtype=np.int64), (a.row[up], a.col[up])), shape=(n, n)
-        )
-        oriented.sort_indices()
         order = list(range(q.n))
         parent = [-1] + [i - 1 for i in range(1, q.n)]
-        growth = max(host.rho / 2, 1.0) ** (q.n - 1)
     else:
         start = max(range(q.n), key=lambda v: (len(q.neighbours[v]), -v))
         order, parent = [start], [-1]
@@ -521,34 +513,59 @@ def list_copies(
                     parent.append(i)
                     seen.add(w)
                     break
+    linked = [
+        [j for j in range(i) if j != parent[i] and (clique or order[j] in q.neighbours[order[i]])]
+        for i in range(q.n)
+    ]
+    apart = [[j for j in range(i) if j != parent[i] and j not in linked[i]] for i in range(q.n)]
+    return clique, order, parent, linked, apart, np.argsort(order)
+
+
+def list_copies(
+    host: Host, q: SmallGraph, *, induced: bool = False, rows_per_chunk: int = CHUNK_ROWS
+) -> Any:
+    """Yield arrays (m, k) of injective homomorphisms of Q into G (induced: non-edges of Q on
+    non-edges of G), chunked by the first node's image. Every copy of Q appears |Aut Q| times;
+    for a complete Q (clique listing in degree order: each edge oriented towards the endpoint of
+    larger (degree, id), whose out-degrees are at most √(2m)) each clique appears once."""
+    n = host.n
+    clique, order, parent, linked, apart, where = _listing_plan(q)
+    oriented = None
+    if clique:
+        rank = np.lexsort((np.arange(n), host.deg))
+        pos = np.empty(n, dtype=np.int64)
+        pos[rank] = np.arange(n)
+        a = host.A.tocoo()
+        up = pos[a.row] < pos[a.col]
+        oriented = sp.csr_matrix(
+            (np.ones(int(up.sum()), dtype=np.int64), (a.row[up], a.col[up])), shape=(n, n)
+        )
+        oriented.sort_indices()
+        growth = max(host.rho / 2, 1.0) ** (q.n - 1)
+    else:
         growth = max(host.rho, 1.0) * max(host.rho - 1, 1.0) ** (q.n - 2)
     step = int(max(16, min(n, rows_per_chunk / growth))) if n else 1
     for lo in range(0, n, step):
-        cols = [np.arange(lo, min(n, lo + step), dtype=np.int64)]
+        rows = np.arange(lo, min(n, lo + step), dtype=np.int64)[:, None]
         for i in range(1, q.n):
-            v = order[i]
-            rep, new = _extend(host, cols, cols[parent[i]], oriented)
-            cols = [c[rep] for c in cols]
-            keep = np.ones(new.size, dtype=bool)
-            for j in range(i):
-                u = order[j]
-                if j == parent[i]:
-                    continue
-                if clique or u in q.neighbours[v]:
-                    keep &= _has_edge(host, cols[j], new)
-                else:
-                    keep &= cols[j] != new
-                    if induced:
-                        keep &= ~_has_edge(host, cols[j], new)
-            cols = [c[keep] for c in cols]
-            cols.append(new[keep])
-            if not cols[0].size:
+            rep, new = _extend(host, [], rows[:, parent[i]], oriented)
+            rows = rows[rep]
+            keep = None
+            if apart[i]:
+                keep = (rows[:, apart[i]] != new[:, None]).all(1)
+                if induced:
+                    for j in apart[i]:
+                        keep &= ~_has_edge(host, rows[:, j], new)
+            for j in linked[i]:
+                hit = _has_edge(host, rows[:, j], new)
+                keep = hit if keep is None else keep & hit
+            if keep is not None:
+                rows, new = rows[keep], new[keep]
+            rows = np.concatenate([rows, new[:, None]], 1)
+            if not rows.shape[0]:
                 break
-        if len(cols) == q.n and cols[0].size:
-            out = np.empty((cols[0].size, q.n), dtype=np.int64)
-            for j, v in enumerate(order):
-                out[:, v] = cols[j]
-            yield out
+        if rows.shape[1] == q.n and rows.shape[0]:
+            yield rows[:, where]
 
 
 def listing_rows(host: Host, q: SmallGraph) -> float:
