@@ -296,41 +296,145 @@ def hom_rooted(host: Host, q: SmallGraph, roots: Sequence[int]) -> np.ndarray:
     state = _State(q)
     rootset = set(roots)
     memo: dict[Key, float] = {}
-    while True:
-        best: tuple[float, int, str, Any] | None = None
-        for v in sorted(state.alive - rootset):
-            kind, what = _step(state, v)
-            if kind == "core":
-                continue
-            if kind == "vec":
-                cost = _flops(host, what[1], memo)
-            else:
-                key = what[2]
-                if what[3] is None and key not in host.cache:
-                    if host.n * _rho(host, key, memo) > FILL_CAP:
-                        continue
-                cost = _flops(host, key, memo)
-            if best is None or cost < best[0]:
-                best = (cost, v, kind, what)
-        if best is None:
-            break
-        _, v, kind, what = best
-        for u in state.neighbours(v):
-            state.drop_pair(u, v)
-        state.alive.discard(v)
-        state.unary.pop(v)
-        if kind == "vec":
-            u, key = what
-            state.unary[u].append(key)
-        else:
-            u, x, key, mask = what
-            if mask is not None:
-                state.drop_pair(u, x)
-                key = _had([key, mask])
-            state.binary.setdefault((u, x), []).append(key)
+    _, actions = _search(host, state, rootset, frozenset(), memo, {})
+    for action in actions:
+        if action[0] == "elim":
+            _, v, kind, what = action
+            _apply(state, v, kind, what)
+        elif action[0] == "theta":
+            return _close_theta(host, state, action[1], action[2], action[3])
     if state.alive == rootset:
         return _assemble(host, state, list(roots))
     return _enumerate(host, state, list(roots))
+
+
+def _copy(state: _State) -> _State:
+    out = _State.__new__(_State)
+    out.unary = {v: list(k) for v, k in state.unary.items()}
+    out.binary = {e: list(k) for e, k in state.binary.items()}
+    out.alive = set(state.alive)
+    return out
+
+
+def _apply(state: _State, v: int, kind: str, what: Any) -> None:
+    for u in state.neighbours(v):
+        state.drop_pair(u, v)
+    state.alive.discard(v)
+    state.unary.pop(v)
+    if kind == "vec":
+        u, key = what
+        state.unary[u].append(key)
+    else:
+        u, x, key, mask = what
+        if mask is not None:
+            state.drop_pair(u, x)
+            key = _had([key, mask])
+        state.binary.setdefault((u, x), []).append(key)
+
+
+def _signature(state: _State) -> Any:
+    return (
+        tuple(sorted((v, tuple(sorted(map(repr, k)))) for v, k in state.unary.items())),
+        tuple(sorted((e, tuple(sorted(map(repr, k)))) for e, k in state.binary.items())),
+    )
+
+
+def _search(
+    host: Host,
+    state: _State,
+    rootset: set[int],
+    planned: frozenset[Key],
+    memo: dict[Key, float],
+    seen: dict[Any, tuple[float, list[Any]]],
+) -> tuple[float, list[Any]]:
+    """The cheapest way (estimated work, list of actions) to finish from ``state``: eliminate a
+    node of degree ≤ 2, close a theta at the root (:func:`_close_theta`), or enumerate the
+    rest. Exhaustive over orders (Q has at most 8 nodes), states memoised."""
+    sig = _signature(state)
+    if sig in seen:
+        return seen[sig]
+    n = host.n
+    if state.alive == rootset:
+        return 0.0, []
+    options: list[tuple[float, list[Any]]] = []
+    if len(rootset) == 1:
+        (r,) = rootset
+        theta = _theta(state, r)
+        if theta is not None:
+            x, ys = theta
+            cost = 0.0
+            for y in ys:
+                cost += (
+                    n * _rho(host, state.matrix(r, y), memo) * _rho(host, state.matrix(y, x), memo)
+                )
+            options.append((cost, [("theta", r, x, ys)]))
+    for v in sorted(state.alive - rootset):
+        kind, what = _step(state, v)
+        if kind == "core":
+            continue
+        key = what[1] if kind == "vec" else what[2]
+        if kind == "mat" and what[3] is None and key not in host.cache and key not in planned:
+            if n * _rho(host, key, memo) > FILL_CAP:
+                continue
+        cost = 0.0 if key in planned else _flops(host, key, memo)
+        nxt = _copy(state)
+        _apply(nxt, v, kind, what)
+        sub_cost, sub = _search(host, nxt, rootset, planned | {key}, memo, seen)
+        options.append((cost + sub_cost, [("elim", v, kind, what), *sub]))
+    if not options:
+        rest = len(state.alive - rootset)
+        options.append((n * max(host.rho, 1.0) ** (rest + 1), [("enum",)]))
+    best = min(options, key=lambda o: o[0])
+    seen[sig] = best
+    return best
+
+
+def _theta(state: _State, r: int) -> tuple[int, list[int]] | None:
+    """(x, [y…]) when the live nodes besides the root r are x and nodes y each adjacent to
+    exactly r and x: parallel paths r – y – x (and maybe an edge r – x) that close at r."""
+    rest = sorted(state.alive - {r})
+    for x in rest:
+        ys = [y for y in rest if y != x]
+        if ys and all(state.neighbours(y) == sorted((r, x)) for y in ys):
+            if set(state.neighbours(x)) <= {r, *ys}:
+                return x, ys
+    return None
+
+
+def _close_theta(host: Host, state: _State, r: int, x: int, ys: list[int]) -> np.ndarray:
+    """hom with r fixed = Σ_x M_rx w_x Π_y (L_ry diag(w_y) R_yx)[r, x], by blocks of root
+    rows: the products L R are formed a block at a time and never stored whole."""
+    memo: dict[Key, float] = {}
+    paths: dict[Key, int] = {}
+    for y in ys:
+        key = ("mm", state.matrix(r, y), _prod(state.unary[y]), state.matrix(y, x))
+        paths[key] = paths.get(key, 0) + 1
+    direct = state.matrix(r, x)
+    wx, wr = _prod(state.unary[x]), _prod(state.unary[r])
+    width = max(_rho(host, k, memo) for k in paths)
+    block = int(max(64, min(host.n, 2e7 / max(width, 1.0))))
+    out = np.zeros(host.n, dtype=np.int64)
+    for lo in range(0, host.n, block):
+        hi = min(host.n, lo + block)
+        acc: Any = None
+        for key, times in paths.items():
+            _, lk, wk, rk = key  # type: ignore[misc]
+            left = host.value(lk)[lo:hi]
+            if wk is not None:
+                left = left.copy()
+                left.data = left.data * host.value(wk)[left.indices]
+            prod = (left @ host.value(rk)).tocsr()
+            for _ in range(times):
+                acc = prod if acc is None else acc.multiply(prod)
+        if direct is not None:
+            acc = acc.multiply(host.value(direct)[lo:hi])
+        acc = sp.csr_matrix(acc)
+        if wx is not None:
+            acc.data = acc.data * host.value(wx)[acc.indices]
+        out[lo:hi] = np.asarray(acc.sum(axis=1), dtype=np.int64).ravel()
+    if wr is not None:
+        out *= host.value(wr)
+    return out
 
 
 def _assemble(host: Host, state: _State, roots: list[int]) -> np.ndarray:
