@@ -417,8 +417,9 @@ def _close_theta(host: Host, state: _State, r: int, x: int, ys: list[int]) -> np
     for lo in range(0, host.n, block):
         hi = min(host.n, lo + block)
         acc: Any = None
-        for key, times in paths.items():
-            _, lk, wk, rk = key  # type: ignore[misc]
+        for path, times in paths.items():
+            assert isinstance(path, tuple)
+            _, lk, wk, rk = path
             left = host.value(lk)[lo:hi]
             if wk is not None:
                 left = left.copy()
