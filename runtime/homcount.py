@@ -109,7 +109,11 @@ class Host:
             out.sort_indices()
         elif op == "mmask":
             _, lk, wk, rk, mk = key
-            out = _masked_product(self._scaled(lk, wk), self.value(rk), self.value(mk))
+            whole = ("mm", lk, wk, rk)
+            if mk == whole:  # (L R) on its own entries is L R
+                out = self.value(mk)
+            else:
+                out = _masked_product(self._scaled(lk, wk), self.value(rk), self.value(mk))
         elif op == "mv":
             _, mk, wk = key
             m = self.value(mk)
@@ -258,6 +262,8 @@ def _flops(host: Host, key: Key | None, memo: dict[Key, float]) -> float:
         return n * _rho(host, key[1], memo) + _flops(host, key[1], memo)
     if op == "had":
         return sum(n * _rho(host, k, memo) + _flops(host, k, memo) for k in key[1])
+    if op == "mmask" and key[4] == ("mm", key[1], key[2], key[3]):
+        return _flops(host, key[4], memo)
     if op in ("mm", "mmask"):
         own = n * _rho(host, key[1], memo) * _rho(host, key[3], memo)
         extra = _flops(host, key[1], memo) + _flops(host, key[3], memo)
