@@ -267,3 +267,28 @@ def test_wl_takes_built_in_names_and_says_one_pair(capsys):
     assert main(["wl"]) == 1
     assert "no graphs" in capsys.readouterr().err
     assert main(["wl", "--graph", "K4", "--dataset", "sr25"]) == 1
+
+
+def test_blocked_closing_and_planner_paths(monkeypatch):
+    """With no room for fill (FILL_CAP tiny), cycles close at the root by row blocks
+    (_close_theta) or are enumerated; every rooted count still equals the dense reference."""
+    from matlang.patterns import read_pattern
+    from matlang.runtime import homcount
+    from matlang.spasm import rooted_hom_count
+
+    g = nx.gnp_random_graph(13, 0.35, seed=1)
+    a = nx.to_numpy_array(g, dtype=np.int64)
+    r, c = np.nonzero(a)
+    host = homcount.Host(13, r, c)
+    used = []
+    real = homcount._close_theta
+    monkeypatch.setattr(homcount, "_close_theta", lambda *x: used.append(1) or real(*x))
+    for cap in (homcount.FILL_CAP, 10):
+        monkeypatch.setattr(homcount, "FILL_CAP", cap)
+        for name in ["C4", "C5", "C6", "house", "0-1 1-2 2-3 3-0 1-4 4-3 0-5 5-3"]:
+            q, _ = read_pattern(name)
+            for root in range(q.n):
+                host.clear()
+                got = homcount.hom_rooted(host, q, [root]).tolist()
+                assert got == rooted_hom_count(q, a, root), (name, root, cap)
+    assert used
