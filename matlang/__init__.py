@@ -155,6 +155,18 @@ def pattern(
     return _pattern(pattern, rooted=rooted, witness=witness, extra=extra)
 
 
+def count(
+    pattern: Any, graphs: Any, *, per: str = "graph", induced: bool = False
+) -> list[int] | list[list[int]]:
+    """Exact counts of the subgraphs of each graph isomorphic to a small connected pattern (a
+    built-in name, an edge list, graph6 or a graph; at most 8 nodes): ``per="graph"`` one int
+    per graph, ``"node"`` / ``"edge"`` the copies through each node / each edge_index entry (see
+    :func:`matlang.subgraph_counts.count`). Sparse: no n × n table is formed."""
+    from matlang.subgraph_counts import count as _count
+
+    return _count(pattern, graphs, per=per, induced=induced)
+
+
 if TYPE_CHECKING:
     from matlang.compiler.api import compile
 else:
@@ -185,5 +197,6 @@ __all__ = [
     "compile",
     "classify",
     "pattern",
+    "count",
     "Analysis",
 ]

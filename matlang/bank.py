@@ -526,9 +526,10 @@ def witness_record(search: Search) -> dict[str, object] | None:
     if w is None or search.separation is None:
         return None
     from matlang.printer import to_text
+    from matlang.witness_text import canonical
 
     return {
-        "witness": to_text(w),
+        "witness": to_text(canonical(w)),
         "size": w.size,
         "bank_size": search.separation.size,
         "readout": search.separation.readout,

@@ -82,6 +82,26 @@ def _from_family(name: str) -> SmallGraph | None:
     return build(k)
 
 
+_SHORT = {"cycle": "C", "path": "P", "complete": "K", "star": "star", "C": "C", "P": "P", "K": "K"}
+
+
+def suggest_pattern(text: str) -> str | None:
+    """The built-in pattern a mistyped name most likely meant (``cycel5`` → ``C5``,
+    ``tringle`` → ``triangle``), or None."""
+    import difflib
+
+    m = re.fullmatch(r"([A-Za-z_]+?)_?(\d+)", text)
+    if m:
+        family = difflib.get_close_matches(m.group(1).lower(), list(_SHORT), n=1, cutoff=0.6)
+        if family:
+            return f"{_SHORT[family[0]]}{m.group(2)}"
+    if re.fullmatch(r"[A-Za-z_]+", text):
+        close = difflib.get_close_matches(text.lower(), list(BUILTIN_PATTERNS), n=1, cutoff=0.6)
+        if close:
+            return close[0]
+    return None
+
+
 def _edge_list(text: str) -> SmallGraph | None:
     """``"0-1 1-2 2-0"``, ``"0-1,1-2"`` or ``"(0,1),(1,2)"``: the nodes are those the edges
     name (:func:`_from_pairs`)."""
@@ -139,6 +159,12 @@ def read_pattern(pattern: Any) -> tuple[SmallGraph, str]:
         try:
             g = from_graph6(text)
         except GraphError as e:
+            close = suggest_pattern(text)
+            if close is not None:
+                raise PatternError(
+                    f"no pattern named {text!r}: did you mean {close!r}? (patterns: "
+                    f"{', '.join(pattern_names())}, an edge list like '0-1 1-2 2-0', or graph6)"
+                ) from None
             raise PatternError(
                 f"cannot read pattern {text!r}: not a built-in name ({', '.join(pattern_names())}),"
                 f" an edge list like '0-1 1-2 2-0', or graph6 ({e})"

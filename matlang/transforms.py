@@ -3,6 +3,8 @@
 >>> from matlang.transforms import SentenceFeatures
 >>> t = SentenceFeatures(["(A³ ⊙ I) 𝟏 / 2"])   # triangles at each node, appended to data.x
 >>> data = t(data)
+>>> from matlang.transforms import PatternCounts
+>>> data = PatternCounts(["C3", "C4", "C5", "K4"], per="node")(data)   # exact subgraph counts
 
 The transform lives in :mod:`matlang.compiler.layers.transforms` (imported on first use); PyG is not
 required.
@@ -14,9 +16,13 @@ from typing import TYPE_CHECKING
 
 from matlang import _front_door
 
-_LAZY = {"SentenceFeatures": "matlang.compiler.layers.transforms"}
+_LAZY = {
+    "SentenceFeatures": "matlang.compiler.layers.transforms",
+    "PatternCounts": "matlang.pattern_features",
+}
 
 if TYPE_CHECKING:
     from matlang.compiler.layers.transforms import SentenceFeatures as SentenceFeatures
+    from matlang.pattern_features import PatternCounts as PatternCounts
 
 _front_door(__name__, _LAZY, globals())

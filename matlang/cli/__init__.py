@@ -21,6 +21,7 @@ from matlang.cli import (
     bank,
     classify,
     compile,
+    count,
     data,
     eval,
     models,
@@ -35,7 +36,7 @@ from matlang.errors import MatlangError
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch. The plugins'
 #: commands (:mod:`matlang.cli.plugins`) follow them.
-COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data)
+COMMANDS = (parse, eval, compile, classify, pattern, count, wl, bank, models, data)
 
 
 class Parser(argparse.ArgumentParser):

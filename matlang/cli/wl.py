@@ -47,10 +47,21 @@ def register(sub: Any) -> None:
         choices=("1-wl", "3-wl", "2-fwl"),
         help="which test (2-fwl is another name for 3-wl; default 1-wl)",
     )
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--pairs", metavar="FILE.g6", help="graph6 file; lines 2k, 2k+1 = pair k")
     src.add_argument("--all-pairs", metavar="FILE.g6", help="graph6 file; compare every pair")
     src.add_argument("--dataset", choices=sorted(DATASET_MODES), help="a dataset of the paper")
+    p.add_argument(
+        "--graph",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a built-in graph (rook4x4, shrikhande, petersen, cycle6, ...) or a graph6 string, "
+        "as eval takes them (repeatable; graphs 2k and 2k+1 form pair k)",
+    )
+    p.add_argument(
+        "--graph6", action="append", default=[], metavar="G6", help="a graph6 string (repeatable)"
+    )
     p.add_argument(
         "--mode",
         choices=("pairs", "all-pairs"),
@@ -79,6 +90,21 @@ def _source(args: argparse.Namespace) -> tuple[str, list[Graph], np.ndarray | No
     """(label, graphs, pairs or None, mode) for the parsed arguments."""
     from matlang.runtime.datasets import ExpData, load, load_graph6
 
+    given = bool(args.graph or args.graph6)
+    chosen = [f for f in ("pairs", "all_pairs", "dataset") if getattr(args, f)]
+    if given and chosen:
+        raise DataError(
+            f"--graph/--graph6 and --{chosen[0].replace('_', '-')} are two sources: give one"
+        )
+    if given:
+        from matlang.cli.common import named_or_graph6
+        from matlang.graphs import from_graph6
+
+        graphs = [named_or_graph6(n) for n in args.graph]
+        graphs += [from_graph6(s, name=s) for s in args.graph6]
+        return "the given graphs", graphs, None, args.mode or "pairs"
+    if not chosen:
+        raise DataError("no graphs: give --graph NAME (twice), --pairs, --all-pairs or --dataset")
     if args.dataset:
         data = load(args.dataset)
         graphs = data.graphs if isinstance(data, ExpData) else list(data)
@@ -88,6 +114,13 @@ def _source(args: argparse.Namespace) -> tuple[str, list[Graph], np.ndarray | No
     path = args.pairs or args.all_pairs
     graphs = load_graph6(path)
     return path, graphs, None, "pairs" if args.pairs else "all-pairs"
+
+
+def _colours(args: argparse.Namespace) -> str:
+    """Whether node features were used, for the summary line."""
+    if args.features:
+        return "node features: x as initial colours"
+    return "no node features: one initial colour; --features uses x"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,9 +159,10 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out))
         return 0
+    k = len(per_pair)
     print(
-        f"{test} on {len(per_pair)} pairs of {label}: {distinguished} distinguished, "
-        f"{len(per_pair) - distinguished} equivalent"
+        f"{test} on {k} pair{'s' if k != 1 else ''} of {label}: {distinguished} distinguished, "
+        f"{k - distinguished} equivalent ({_colours(args)})"
     )
     equiv = [e for e in per_pair if not e["distinguished"]]
     for e in equiv[:_SHOW]:
@@ -160,8 +194,9 @@ def _all_pairs(
         return 0
     total = len(graphs) * (len(graphs) - 1) // 2
     print(
-        f"{test} on all {total} pairs of {len(graphs)} graphs ({label}): {equivalent} equivalent "
-        f"pairs in {len(multi)} class{'es' if len(multi) != 1 else ''} of size > 1"
+        f"{test} on all {total} pair{'s' if total != 1 else ''} of {len(graphs)} graphs "
+        f"({label}): {equivalent} equivalent pair{'s' if equivalent != 1 else ''} in "
+        f"{len(multi)} class{'es' if len(multi) != 1 else ''} of size > 1 ({_colours(args)})"
     )
     for grp in multi[:_SHOW]:
         print("  " + " ~ ".join(graphs[i].label() for i in grp))
