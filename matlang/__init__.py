@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from matlang.ast import Expr, Program, Sentence
     from matlang.errors import MatlangError
     from matlang.parser import parse, parse_program
+    from matlang.drawing import draw
     from matlang.printer import to_latex, to_text
 
 #: The submodules a user reaches from here (each loads on first use).
@@ -41,6 +42,7 @@ _LAZY = {
     "parse_program": "matlang.parser",
     "to_latex": "matlang.printer",
     "to_text": "matlang.printer",
+    "draw": "matlang.drawing",
 }
 
 
@@ -186,4 +188,5 @@ __all__ = [
     "classify",
     "pattern",
     "Analysis",
+    "draw",
 ]
