@@ -23,9 +23,9 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from matlang.analysis import Analysis
     from matlang.ast import Expr, Program, Sentence
+    from matlang.drawing import draw
     from matlang.errors import MatlangError
     from matlang.parser import parse, parse_program
-    from matlang.drawing import draw
     from matlang.printer import to_latex, to_text
 
 #: The submodules a user reaches from here (each loads on first use).
