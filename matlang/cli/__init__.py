@@ -26,6 +26,7 @@ from matlang.cli import (
     parse,
     pattern,
     report,
+    serve,
     wl,
 )
 from matlang.errors import MatlangError
@@ -33,7 +34,7 @@ from matlang.errors import MatlangError
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch.
-COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data, bench, report)
+COMMANDS = (parse, eval, compile, classify, pattern, wl, bank, models, data, bench, report, serve)
 
 
 class Parser(argparse.ArgumentParser):
