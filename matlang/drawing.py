@@ -271,10 +271,16 @@ def _layout(g: Any) -> dict[int, tuple[float, float]]:
 def _fmt(v: Any) -> str:
     from matlang.evaluator import format_value
 
+    import numbers
+
+    if isinstance(v, numbers.Integral) and abs(int(v)) >= 10**9:  # 4000 digits fit no title
+        digits = str(abs(int(v)))
+        return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:4]}e{len(digits) - 1}"
     try:
-        return format_value(v)
+        text = format_value(v)
     except Exception:  # noqa: BLE001 - a title is better than no picture
-        return str(v)
+        text = str(v)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def render(panels_: Sequence[Panel], title: str | None = None, *, format: str = "svg") -> Any:
@@ -393,7 +399,7 @@ def _compact(svg: str) -> str:
 def _is_real(x: Any) -> bool:
     try:
         f = float(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a huge exact value: drawn grey
         return False
     return f == f and abs(f) != float("inf")
 

@@ -134,3 +134,11 @@ def test_bank_draw_uses_the_witness_sentence(tmp_path):
     )
     texts = _texts(out.read_text())
     assert "tr(A (A A))" in texts
+
+
+def test_huge_exact_values_are_drawn_short():
+    svg = draw("K4", "tr(A^200)")  # 96 digits: no float colour, a short label
+    v = matlang.evaluate("tr(A^200)", "K4")
+    digits = str(v)
+    assert f"K4: {digits[0]}.{digits[1:4]}e{len(digits) - 1}" in _texts(svg)
+    assert _nodes(svg, 0) == 4

@@ -1,5 +1,6 @@
 """A playground server for the web tests: ``matlang serve`` on a free localhost port, in its
-own process (as a person starts it), stopped after the tests."""
+own process (as a person starts it), stopped after the tests. Its time limit is 10 s: the
+machine the tests share may be slow, and the slow request they send takes minutes."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def server():
     pytest.importorskip("uvicorn", reason='the web extra: pip install "matlang[web]"')
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "matlang.cli", "serve", "--port", str(port), "--timeout", "4"],
+        [sys.executable, "-m", "matlang.cli", "serve", "--port", str(port), "--timeout", "10"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
