@@ -269,9 +269,9 @@ def _layout(g: Any) -> dict[int, tuple[float, float]]:
 
 
 def _fmt(v: Any) -> str:
-    from matlang.evaluator import format_value
-
     import numbers
+
+    from matlang.evaluator import format_value
 
     if isinstance(v, numbers.Integral) and abs(int(v)) >= 10**9:  # 4000 digits fit no title
         digits = str(abs(int(v)))
@@ -392,7 +392,8 @@ def _compact(svg: str) -> str:
     import re
 
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
-    svg = re.sub(r"(\d+\.\d)\d+", r"\1", svg)
+    short = re.compile(r"(\d+\.\d)\d+")  # in attributes only: text keeps its digits
+    svg = re.sub(r'="([^"]*)"', lambda m: '="' + short.sub(r"\1", m.group(1)) + '"', svg)
     return re.sub(r" ?\n(?=[LMCQz])", " ", svg)
 
 
