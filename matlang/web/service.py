@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -264,12 +265,31 @@ HANDLERS: dict[str, Callable[[Any], tuple[int, dict[str, Any]]]] = {
 def handle(kind: str, payload: Any) -> tuple[int, dict[str, Any]]:
     """Run one request in a worker. Input errors are 4xx JSON; an exception from a bug in
     matlang reaches the server as a 500 (the worker and the server go on)."""
+    import json
+
     try:
-        return HANDLERS[kind](payload)
+        key = json.dumps([kind, payload], sort_keys=True)
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    try:
+        out = HANDLERS[kind](payload)
     except RecursionError:
         return 400, _error("too deep", "the sentence nests too deeply to analyse")
     except MemoryError:
         return 413, _error("too large", "the request ran out of memory")
+    if key is not None and len(key) <= 4096:  # the same request again: the same answer
+        _CACHE[key] = out
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return out
+
+
+#: Answers a worker keeps (least recently used dropped): a page asks again for what it showed.
+CACHE_SIZE = 256
+_CACHE: OrderedDict[str, tuple[int, dict[str, Any]]] = OrderedDict()
 
 
 def warm() -> None:
