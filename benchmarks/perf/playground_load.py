@@ -78,11 +78,17 @@ def plan(n: int, seed: int) -> list[tuple[str, str, Any]]:
     counts["valid"] += n - sum(counts.values())
     for kind, c in counts.items():
         for i in range(c):
+            body: Any
             if kind == "unique":
                 k, m = rng.randint(2, 9), rng.randint(1, 97)
                 route, body = "sentence", {"sentence": f"tr(A^{k}) / {m} + {i}", "builtin": ["K4"]}
             else:
-                pool = {"valid": VALID, "invalid": INVALID, "oversized": OVERSIZED, "slow": SLOW}
+                pool: dict[str, list[tuple[str, Any]]] = {
+                    "valid": VALID,
+                    "invalid": INVALID,
+                    "oversized": OVERSIZED,
+                    "slow": SLOW,
+                }
                 route, body = rng.choice(pool[kind])
             out.append((kind, route, body))
     rng.shuffle(out)
