@@ -320,6 +320,7 @@ class Workers:
         self.size, self.timeout, self.queue_timeout = size, timeout, queue_timeout
         self._free: asyncio.Queue[ProcessPoolExecutor] | None = None
         self._ready: dict[ProcessPoolExecutor, Any] = {}
+        self._tasks: set[Any] = set()  # fresh workers starting (kept from the collector)
         self.recycled = 0
 
     #: Seconds a fresh worker may take to start and load matlang (not a request's time).
@@ -371,6 +372,7 @@ class Workers:
         except (asyncio.TimeoutError, TimeoutError):
             return Outcome(429, _error("busy", "every worker is busy; try again in a moment"))
         loop = asyncio.get_running_loop()
+        replace = False
         try:
             ex = await self._wait_ready(ex)
             status, body = await asyncio.wait_for(
@@ -378,9 +380,7 @@ class Workers:
             )
             return Outcome(status, body)
         except (asyncio.TimeoutError, TimeoutError):
-            self._kill(ex)
-            ex = self._new()
-            self.recycled += 1
+            replace = True
             return Outcome(
                 422,
                 _error(
@@ -390,12 +390,23 @@ class Workers:
                 ),
             )
         except BrokenProcessPool:
-            self._kill(ex)
-            ex = self._new()
-            self.recycled += 1
+            replace = True
             return Outcome(422, _error("worker died", "the request crashed its worker (memory?)"))
         finally:
-            self._free.put_nowait(ex)
+            if replace:
+                self._kill(ex)
+                self.recycled += 1
+                self._tasks.add(asyncio.ensure_future(self._give_back_when_ready(self._new())))
+            else:
+                self._free.put_nowait(ex)
+
+    async def _give_back_when_ready(self, ex: ProcessPoolExecutor) -> None:
+        """A fresh worker joins the free ones once it has started: a request never waits on
+        a start behind a free worker."""
+        ex = await self._wait_ready(ex)
+        assert self._free is not None
+        self._free.put_nowait(ex)
+        self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
 
 __all__ = [
