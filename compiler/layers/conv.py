@@ -306,7 +306,9 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     ) -> Tensor:
         """``(x, edge_index[, batch][, edge_weight])`` or one data object (see the class doc);
         ``batch`` stays the third argument (PyG's ``GraphConv`` takes ``edge_weight`` third:
-        pass it by name here)."""
+        pass it by name here). Without ``batch`` every node is one graph (PyG's rule): a
+        sentence with a whole-graph sum (``input h; 𝟏 (𝟏ᵀ h)``) then sums over the whole
+        mini-batch — pass ``batch`` for graphs batched together."""
         refuse_tracing("SentenceConv", x, edge_index, batch, edge_weight)
         if isinstance(x, (tuple, list)):
             raise GraphError(
