@@ -497,7 +497,11 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 vals = torch.cat([v for _, v in parts])  # the scale depends on the weights too
                 y = y * _scale(rows, which, vals, n, len(parts), batch).to(y.dtype).unsqueeze(-1)
             for s, (index, values) in enumerate(parts):
-                c = torch.sparse_coo_tensor(index, values.to(x.dtype), (n, n))
+                # the plan's own index (in range, no duplicates): said explicitly, torch's
+                # "Sparse invariant checks are implicitly disabled" warning is not printed
+                c = torch.sparse_coo_tensor(
+                    index, values.to(x.dtype), (n, n), check_invariants=False
+                )
                 out = out + torch.sparse.mm(c, y[:, s])
         f = u = None
         if self.channel_weight is not None:
