@@ -334,6 +334,11 @@ class CompiledModule(nn.Module):
         self.__dict__["_last_run"] = None
         self._build_program()
 
+    def _repr_html_(self) -> str:  # notebooks: the --explain plan as a table
+        from matlang.display import module_html
+
+        return module_html(self)
+
     @property
     def level(self) -> str:
         return self.plan.level

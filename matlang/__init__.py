@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from matlang.analysis import Analysis
     from matlang.ast import Expr, Program, Sentence
+    from matlang.drawing import draw
     from matlang.errors import MatlangError
     from matlang.parser import parse, parse_program
     from matlang.printer import to_latex, to_text
@@ -41,6 +42,7 @@ _LAZY = {
     "parse_program": "matlang.parser",
     "to_latex": "matlang.printer",
     "to_text": "matlang.printer",
+    "draw": "matlang.drawing",
 }
 
 
@@ -171,13 +173,37 @@ if TYPE_CHECKING:
     from matlang.compiler.api import compile
 else:
 
-    def compile(source, **kwargs):  # noqa: A001 - the name the design asks for
+    def compile(  # noqa: A001 - the name the design asks for
+        source,
+        *,
+        dtype="float32",
+        backend=None,
+        dense=False,
+        trainable_functions=False,
+        weights="literals",
+        nonfinite="error",
+        validate=True,
+        cache=True,
+        constants="auto",
+    ):
         """A sentence (or several) as a trainable ``torch.nn.Module`` on batches of sparse
-        graphs (see :func:`matlang.compiler.api.compile`, whose signature type checkers see;
-        torch is imported here, not with ``import matlang``)."""
+        graphs (see :func:`matlang.compiler.api.compile` for the arguments; its signature,
+        which this one repeats for ``help()``, is what type checkers see; torch is imported
+        here, not with ``import matlang``)."""
         from matlang.compiler.api import compile as _compile
 
-        return _compile(source, **kwargs)
+        return _compile(
+            source,
+            dtype=dtype,
+            backend=backend,
+            dense=dense,
+            trainable_functions=trainable_functions,
+            weights=weights,
+            nonfinite=nonfinite,
+            validate=validate,
+            cache=cache,
+            constants=constants,
+        )
 
 
 def __dir__() -> list[str]:
@@ -199,4 +225,5 @@ __all__ = [
     "pattern",
     "count",
     "Analysis",
+    "draw",
 ]

@@ -122,6 +122,11 @@ class Analysis:
     def __str__(self) -> str:
         return self.explain()
 
+    def _repr_html_(self) -> str:  # a notebook shows the table and the witness pair drawn
+        from matlang.display import analysis_html
+
+        return analysis_html(self)
+
 
 def classify(
     sentence: ast.Expr | str,

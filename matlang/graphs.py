@@ -87,6 +87,16 @@ class Graph:
     def is_binary(self) -> bool:
         return bool(np.isin(self.adjacency, (0, 1)).all())
 
+    def _repr_svg_(self) -> str | None:  # notebooks: the graph drawn (None when large)
+        from matlang.display import graph_svg
+
+        return graph_svg(self)
+
+    def _repr_html_(self) -> str:
+        from matlang.display import graph_html
+
+        return graph_html(self)
+
     def label(self) -> str:
         """The name if it has one, else its graph6 string (when binary and symmetric)."""
         if self.name:

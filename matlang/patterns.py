@@ -450,6 +450,11 @@ class PatternResult:
     def __str__(self) -> str:
         return self.explain()
 
+    def _repr_html_(self) -> str:  # a notebook shows the table and the witness pair drawn
+        from matlang.display import pattern_html
+
+        return pattern_html(self)
+
 
 def _fraction_json(c: Fraction) -> int | str:
     return c.numerator if c.denominator == 1 else f"{c.numerator}/{c.denominator}"

@@ -486,6 +486,14 @@ class TUData:
     folds: list[tuple[np.ndarray, np.ndarray]]
     edge_attr: list[np.ndarray] | None = None
 
+    def __repr__(self) -> str:  # one line: the graphs and folds printed were 351 KB for MUTAG
+        nodes = sum(g.num_nodes for g in self.graphs)
+        feats = self.graphs[0].x.shape[1] if self.graphs and self.graphs[0].x is not None else 0
+        return (
+            f"TUData({self.name!r}, {len(self.graphs)} graphs, {nodes} nodes, {feats} node "
+            f"features, {len(np.unique(self.y))} classes, {len(self.folds)} folds)"
+        )
+
 
 #: TU datasets: (label key in the .mat, label transform, default feature columns).
 _TU: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], slice]] = {

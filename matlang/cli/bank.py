@@ -68,6 +68,9 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, help="only the first N pairs (pair sets)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from matlang.drawing import add_argument
+
+    add_argument(p, "the first separated pair, with its witness sentence's values (pair sets)")
     p.set_defaults(func=run)
 
 
@@ -130,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = _pair_set(args)
     out["seconds"] = round(time.perf_counter() - start, 2)
+    if getattr(args, "draw", None):
+        from matlang.drawing import write_bank
+
+        write_bank(args, out)
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
         return 0

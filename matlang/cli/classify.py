@@ -52,6 +52,9 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also search graph8c, EXP and sr25 from the data folder (slower; cached)",
     )
+    from matlang.drawing import add_argument
+
+    add_argument(p, "the witness pair (one sentence)")
     p.set_defaults(func=run_classify)
 
 
@@ -82,6 +85,7 @@ def _check_data_folder() -> None:
 def run_classify(args: argparse.Namespace) -> int:
     from matlang import classify
     from matlang.cli.common import read_sentences
+    from matlang.errors import MatlangError
 
     program = read_sentences(args)
     if args.datasets and not args.no_witness:
@@ -90,6 +94,8 @@ def run_classify(args: argparse.Namespace) -> int:
     for s in program:
         a = classify(s.expr, witness=not args.no_witness, datasets=args.datasets)
         results.append((s.name, a))
+    if getattr(args, "draw", None) and len(results) != 1:
+        raise MatlangError(f"--draw draws one sentence's witness pair, got {len(results)}")
     if args.json:
         rows = []
         for name, a in results:
@@ -98,10 +104,20 @@ def run_classify(args: argparse.Namespace) -> int:
                 row = {"name": name, **row}
             rows.append(row)
         print(json.dumps(rows if len(rows) > 1 else rows[0], ensure_ascii=False, indent=2))
-        return 0
+        return _draw(args, results)
     for i, (name, a) in enumerate(results):
         if len(results) > 1:
             print(f"{name or '#' + str(i)}:")
         text = a.explain()
         print("\n".join("  " + ln for ln in text.splitlines()) if len(results) > 1 else text)
+    return _draw(args, results)
+
+
+def _draw(args: argparse.Namespace, results: list[Any]) -> int:
+    """``--draw FILE``: the witness pair of the one sentence, after its output."""
+    if getattr(args, "draw", None):
+        from matlang.drawing import write
+
+        sys.stdout.flush()
+        write(args, results[0][1])
     return 0

@@ -55,6 +55,9 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also search the data folder's pairs (sr25, graph8c, EXP) for witnesses",
     )
+    from matlang.drawing import add_argument
+
+    add_argument(p, "the witness pair (for a pattern no sentence counts: the certificate pair)")
     p.set_defaults(func=run_pattern)
 
 
@@ -68,4 +71,11 @@ def run_pattern(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         print(result.explain())
+    if args.draw:
+        import sys
+
+        from matlang.drawing import write
+
+        sys.stdout.flush()
+        write(args, result)
     return 0

@@ -73,6 +73,9 @@ def register(sub: Any) -> None:
         help="use the graphs' node features x as initial colours (EXP)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    from matlang.drawing import add_argument
+
+    add_argument(p, "the first pair the test cannot tell apart, coloured by its stable colours")
     p.set_defaults(func=run)
 
 
@@ -150,6 +153,11 @@ def run(args: argparse.Namespace) -> int:
         for k, (i, j) in enumerate(np.asarray(pairs).tolist())
     ]
     distinguished = int((~same).sum())
+    if getattr(args, "draw", None):
+        from matlang.drawing import write_wl
+
+        first = next((tuple(p) for p, s in zip(np.asarray(pairs).tolist(), same) if s), None)
+        write_wl(args, graphs, first, test)
     if args.json:
         out = {
             "test": test,
@@ -180,6 +188,10 @@ def _all_pairs(
     groups = classes(graphs, test, colors, progress=_progress(f"{test} classes"))
     multi = [g for g in groups if len(g) > 1]
     equivalent = count_equivalent_pairs(multi)
+    if getattr(args, "draw", None):
+        from matlang.drawing import write_wl
+
+        write_wl(args, graphs, (multi[0][0], multi[0][1]) if multi else None, test)
     if args.json:
         print(
             json.dumps(
