@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
 from matlang.compiler.constants import ConstantStage
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, OPS, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
@@ -45,10 +45,6 @@ from matlang.runtime.preprocess import PreprocessCache
 #: The values of the ``constants`` option (see :class:`CompiledModule`).
 CONSTANT_STAGES = ("auto", "graphblas", "torch", "none")
 
-#: Mask ops whose result is sorted row-major without repeats.
-_ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
-
-
 def _unit_registers(plan: Plan) -> frozenset[int]:
     """Registers equal to all-ones on their mask when the batch has no edge weights: ``A``
     (adjacency), ``Aᵀ`` (transpose of one) and ``1 ⊙ 1``."""
@@ -56,7 +52,8 @@ def _unit_registers(plan: Plan) -> frozenset[int]:
     for k, st in enumerate(plan.steps):
         if st.kind != EDGE:
             continue
-        if st.op == "adjacency" or (st.op in ("transpose", "mul") and unit.issuperset(st.args)):
+        how = OPS[st.op].unit
+        if how == "always" or (how == "args" and unit.issuperset(st.args)):
             unit.add(k)
     return frozenset(unit)
 
@@ -268,7 +265,7 @@ class CompiledModule(nn.Module):
         self._unit_if_unweighted = _unit_registers(plan)
         # masks whose entries come sorted row-major (the order CSR wants): no sort check
         self._row_major = frozenset(
-            k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
+            k for k, st in enumerate(plan.steps) if st.kind == MASK and OPS[st.op].row_major
         )
         self._ones_registers = frozenset(k for k, st in enumerate(plan.steps) if st.op == "ones")
         self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
+from matlang.compiler.plan import OPS
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.preprocess import PreprocessCache
@@ -386,8 +387,8 @@ def _csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: bool = 
     return rowptr, cols, vals
 
 
-#: The plan of ``I`` (a support: on the diagonal mask).
-IDENTITY_OPS = ["identity", "ones", "as_edge"]
+#: The ops of the plan of ``I`` (a support: on the diagonal mask), each once.
+IDENTITY_OPS = sorted(op for op, spec in OPS.items() if spec.identity)
 
 
 def _plain_kind(plan: Any) -> str | None:
@@ -396,7 +397,7 @@ def _plain_kind(plan: Any) -> str | None:
     ops = [st.op for st in plan.steps]
     if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
         return None
-    return "A" if ops == ["edges", "adjacency"] else "I" if ops == IDENTITY_OPS else None
+    return "A" if ops == ["edges", "adjacency"] else "I" if sorted(ops) == IDENTITY_OPS else None
 
 
 def _plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
