@@ -37,6 +37,7 @@ from matlang.functions import (
     numeric,
 )
 from matlang.graphs import is_one_graph
+from matlang.runtime import kernels
 from matlang.runtime.graphblas import Kernels, Mask, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
@@ -182,7 +183,9 @@ class ConstantStage:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
         """The CSR arrays of the matrix ``values`` on ``mask`` (transposed) and whether it is
         symmetric (both registers exported by :meth:`run`)."""
-        kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
+        kern: kernels.Kernels[np.ndarray, Mask] = Kernels(
+            graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact
+        )
         m, v = regs[mask], regs[values]
         # A on the validated edges is symmetric: no transpose to compare with
         known = (
@@ -236,7 +239,9 @@ class ConstantStage:
         assert m is not None
         return regs[m]
 
-    def _kernel_op(self, kern: Any, st: Step, a: list[Any], regs: dict[int, Any]) -> Any:
+    def _kernel_op(
+        self, kern: kernels.Kernels[Any, Any], st: Step, a: list[Any], regs: dict[int, Any]
+    ) -> Any:
         """The plan ops that are one call of the kernels' interface, shared by this stage
         (GraphBLAS :class:`Kernels`) and its torch twin (``TorchKernels``); ``NotImplemented``
         for the ops each stage computes itself."""

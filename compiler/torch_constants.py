@@ -25,6 +25,7 @@ from matlang.compiler.constants import ConstantStage
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Step
 from matlang.errors import EvaluationError, MatlangError
 from matlang.functions import numeric
+from matlang.runtime.kernels import Kernels
 from matlang.runtime.torch_kernels import (
     TorchKernels,
     TorchMask,
@@ -98,7 +99,7 @@ class TorchConstantStage(ConstantStage):
     ) -> tuple[Tensor, Tensor, Tensor, bool]:
         """The CSR tensors of the matrix ``values`` on ``mask`` (transposed) and whether it is
         symmetric."""
-        kern = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
+        kern: Kernels[Tensor, TorchMask] = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
         m, v = regs[mask], regs[values]
         known = (
             graphs.symmetric
