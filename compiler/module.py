@@ -17,6 +17,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MethodType
 from typing import Any
 
 import torch
@@ -25,7 +26,7 @@ from torch import Tensor, nn
 from matlang.compiler.constant_cache import CachedStage
 from matlang.compiler.constant_registers import constant_registers
 from matlang.compiler.constants import ConstantStage
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, OPS, Plan, Step, check, render
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, OPS, Op, Plan, Step, check, render
 from matlang.compiler.torch_constants import TorchConstantStage
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
@@ -283,7 +284,7 @@ class CompiledModule(nn.Module):
         self._functions: list[Callable[..., Any]] = [
             numeric(f.formula, f.symbols, "torch") for f in plan.functions
         ]
-        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
+        self._step_ops = [MethodType(AUTOGRAD[st.op], self) for st in plan.steps]
         self._program = [
             (k, op, st, st.args, self._frees[k])
             for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
@@ -788,7 +789,15 @@ class CompiledModule(nn.Module):
         return out
 
 
+#: The autograd interpreter's kernels by op: ``kernel(module, ctx, step, args)``, its ``_op_*``
+#: methods (an op without one fails at import, not in a run).
+AUTOGRAD: dict[Op, Callable[[CompiledModule, _Context, Step, list[Tensor]], Tensor]] = {
+    op: getattr(CompiledModule, f"_op_{op}") for op in Op
+}
+
+
 __all__ = [
+    "AUTOGRAD",
     "CompiledModule",
     "PointwiseMLP",
     "RunStats",

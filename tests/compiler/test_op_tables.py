@@ -11,7 +11,7 @@ import pickle
 from matlang.compiler.constants import GRAPHBLAS, TRIANGLES, ConstantStage
 from matlang.compiler.interpret import SHARED
 from matlang.compiler.lower import lower
-from matlang.compiler.module import CompiledModule
+from matlang.compiler.module import AUTOGRAD, CompiledModule
 from matlang.compiler.plan import OPS, Op, Plan, Step, check, render
 from matlang.compiler.torch_constants import TORCH, TorchConstantStage
 from matlang.parser import as_program
@@ -51,7 +51,8 @@ def test_the_shared_kernels_are_in_every_constant_table() -> None:
 
 
 def test_autograd_interpreter_covers_every_op() -> None:
-    assert {op for op in Op if callable(getattr(CompiledModule, f"_op_{op}", None))} == set(Op)
+    assert set(AUTOGRAD) == set(Op)
+    assert all(AUTOGRAD[op] is getattr(CompiledModule, f"_op_{op}") for op in Op)
 
 
 def test_op_facts_are_the_tables_they_replaced() -> None:
