@@ -25,11 +25,8 @@ from torch import Tensor, nn
 
 from matlang.compiler.binding import Context as _Context
 from matlang.compiler.binding import bind
-from matlang.compiler.constant_cache import CachedStage
-from matlang.compiler.constant_registers import constant_registers
-from matlang.compiler.constants import ConstantStage
 from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, OPS, Op, Plan, Step, check, render
-from matlang.compiler.torch_constants import TorchConstantStage
+from matlang.compiler.stages import ConstantStages
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
 from matlang.runtime import sparse
@@ -40,7 +37,6 @@ from matlang.runtime.masks import (
     lookup,
     union_masks,
 )
-from matlang.runtime.operators import Operator
 from matlang.runtime.preprocess import PreprocessCache
 
 #: The values of the ``constants`` option (see :class:`CompiledModule`).
@@ -230,20 +226,15 @@ class CompiledModule(nn.Module):
             (k, op, st, st.args, self._frees[k])
             for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
         ]
-        self._stage = ConstantStage(
-            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
+        self._stages = ConstantStages(
+            plan,
+            trainable_functions=self.trainable_functions,
+            nonfinite=self.nonfinite,
+            cache=self.cache,
+            key=self._constants_key,
         )
-        self._torch_stage = TorchConstantStage(
-            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
-        )
-        self._learnable = [p for p in self._program if not self._stage.const[p[0]]]
-        # propagate steps whose matrix is a graph constant: an operator prebuilt per batch
-        self._operators = {
-            k: (st.args[0], st.args[1], bool(st.attr("transpose")))
-            for k, st in enumerate(plan.steps)
-            if st.op == "propagate" and self._stage.const[st.args[1]] and not self._stage.const[k]
-        }
-        self._per_graph = CachedStage.worth(self._stage)
+        self._torch_stage = self._stages.torch  # (its check_mod guards the interpreter's Mod)
+        self._learnable = [p for p in self._program if not self._stages.const[p[0]]]
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -262,7 +253,7 @@ class CompiledModule(nn.Module):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for key in (
-            "_functions", "_step_ops", "_program", "_learnable", "_stage", "_torch_stage",
+            "_functions", "_step_ops", "_program", "_learnable", "_stages", "_torch_stage",
             "_last_run",
         ):  # fmt: skip
             state.pop(key, None)
@@ -354,14 +345,6 @@ class CompiledModule(nn.Module):
         runs = self.__dict__.setdefault("stage_runs", {})
         runs[where] = runs.get(where, 0) + 1
 
-    def _graph_constants(
-        self, ctx: _Context, where: str = "graphblas"
-    ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
-        """The plan's graph constants on this batch (:func:`~compiler.constant_registers.
-        constant_registers`, on GraphBLAS or in torch: ``where``)."""
-        self._count_stage(where)
-        return constant_registers(self, ctx, where)
-
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
         regs = ctx.regs
@@ -370,13 +353,7 @@ class CompiledModule(nn.Module):
         given = ctx.batch.edge_weight
         if self.constants != "none" and not (given is not None and given.requires_grad):
             where = self.constant_stage_for(ctx.device)
-            # the memo's name, spelled once per setting (a dtype's or device's name costs µs)
-            parts = (self._constants_key, where, ctx.dtype, ctx.device, ctx.backend)
-            names: dict[Any, str] = self.__dict__.setdefault("_memo_keys", {})
-            key = names.get(parts) or names.setdefault(parts, ".".join(map(str, parts)))
-            constants, stats, ctx.prebuilt = ctx.batch.cached(
-                key, lambda: self._graph_constants(ctx, where), fingerprint=ctx.fingerprint
-            )
+            constants, stats, ctx.prebuilt = self._stages.load(ctx, where, self._count_stage)
             stats = list(stats)
             regs.update(constants)
             program = self._learnable
