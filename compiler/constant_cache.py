@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from matlang.compiler.constants import ConstantStage, Graphs
-from matlang.compiler.plan import EDGE, GRAPH, NODE
+from matlang.compiler.plan import EDGE, GRAPH, NODE, OPS
 from matlang.runtime.cache import (
     MISSING,
     CacheKey,
@@ -40,30 +40,6 @@ from matlang.runtime.graphblas import Mask, is_iso
 
 #: The transform's name in cache keys.
 TRANSFORM = "compiled.constants"
-
-#: Constant steps that cost about as much as fingerprinting the graph: a plan made of these
-#: alone (``A h``, ``(A + I) h``) is not worth a per-graph cache.
-CHEAP_OPS = frozenset(
-    {
-        "edges",
-        "identity",
-        "empty",
-        "flip",
-        "ones",
-        "const",
-        "param",
-        "adjacency",
-        "eye",
-        "transpose",
-        "gather_row",
-        "gather_col",
-        "broadcast",
-        "broadcast_edge",
-        "as_edge",
-        "as_node",
-        "neg",
-    }
-)
 
 #: An operator's CSR arrays ``(indptr, indices, values, symmetric)``.
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray, bool]
@@ -128,8 +104,9 @@ class CachedStage:
 
     @staticmethod
     def worth(stage: ConstantStage) -> bool:
-        """Whether the stage does more than read the batch's edges (see :data:`CHEAP_OPS`)."""
-        return any(c and st.op not in CHEAP_OPS for c, st in zip(stage.const, stage.plan.steps))
+        """Whether the stage does more than read the batch's edges (a step not
+        :attr:`~compiler.plan.OpSpec.cheap`)."""
+        return any(c and not OPS[st.op].cheap for c, st in zip(stage.const, stage.plan.steps))
 
     def run(self, graphs: Graphs) -> StageResult:
         """The stage's results on ``graphs``, assembled from cached graphs where it can."""
@@ -265,4 +242,4 @@ def _assemble(pieces: list[_Piece], graphs: Graphs) -> StageResult:
     return StageResult(values, sizes, ops)
 
 
-__all__ = ["CHEAP_OPS", "CachedStage", "StageResult", "TRANSFORM", "run_stage"]
+__all__ = ["CachedStage", "StageResult", "TRANSFORM", "run_stage"]

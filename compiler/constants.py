@@ -20,24 +20,35 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from matlang.compiler.exactness import ModExactness
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step
-from matlang.errors import EvaluationError, MatlangError
+from matlang.compiler.interpret import (
+    SHARED,
+    Fusion,
+    Kernel,
+    PlanStage,
+    Run,
+    boundary,
+    constant_steps,
+    graph_of,
+    scalar,
+    size_of,
+    underflow_at,
+    underflow_error,
+)
+from matlang.compiler.plan import EDGE, GRAPH, NODE, Op, Plan, Step
+from matlang.errors import EvaluationError
 from matlang.functions import (
     FLOAT_EXACT,
-    exact_degree,
-    mod_argument_bound,
-    mod_refusal,
     numeric,
 )
 from matlang.graphs import is_one_graph
+from matlang.runtime import kernels
 from matlang.runtime.graphblas import Kernels, Mask, as_float64, is_iso, maxabs
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
@@ -45,47 +56,6 @@ DENSE_RATIONAL_LIMIT = 4096
 
 #: float32 holds every integer up to this exactly.
 FLOAT32_EXACT = 2**24
-
-
-def constant_steps(
-    plan: Plan, *, trainable_functions: bool = False, exact: bool = False
-) -> list[bool]:
-    """For each step, whether it depends only on the graph (``exact``: parameters too)."""
-    const: list[bool] = []
-    for st in plan.steps:
-        if st.op == "input":
-            const.append(False)
-        elif st.op == "param":
-            const.append(exact)
-        elif st.op == "apply" and trainable_functions:
-            const.append(False)
-        else:
-            const.append(all(const[a] for a in st.args))
-    return const
-
-
-def boundary(plan: Plan, const: list[bool]) -> list[int]:
-    """The constant registers the learnable stage reads (its arguments, their masks, the masks
-    of its own values) or returns."""
-    need: set[int] = set()
-    for k, st in enumerate(plan.steps):
-        if const[k]:
-            continue
-        for a in st.args:
-            if const[a]:
-                need.add(a)
-            m = plan.steps[a].mask
-            if m is not None:
-                need.add(m)
-        if st.mask is not None:
-            need.add(st.mask)
-    for o in plan.outputs:
-        if const[o.register]:
-            need.add(o.register)
-        m = plan.steps[o.register].mask
-        if m is not None:
-            need.add(m)
-    return sorted(need)
 
 
 @dataclass
@@ -107,378 +77,73 @@ class Graphs:
         return int(self.ptr.size - 1)
 
 
-class ConstantStage:
-    """Computes a plan's graph constants (see the module docstring).
+# --------------------------------------------------------------------------- the table
 
-    Args:
-        plan: the plan.
-        trainable_functions: pointwise functions are MLPs (not constants).
-        exact: parameters are constants at their exact value; integers never overflow silently
-            (a bound past int64 raises) and divisions give Fractions.
-        nonfinite: ``"error"`` raises on a non-finite function value or a division by 0.
-    """
 
-    def __init__(
-        self,
-        plan: Plan,
-        *,
-        trainable_functions: bool = False,
-        exact: bool = False,
-        nonfinite: str = "error",
-    ) -> None:
-        self.plan = plan
-        self.exact = exact
-        self.nonfinite = nonfinite
-        self.const = constant_steps(plan, trainable_functions=trainable_functions, exact=exact)
-        self.exports = boundary(plan, self.const)
-        last = [-1] * len(plan.steps)
-        for k, st in enumerate(plan.steps):
-            if self.const[k]:
-                for a in st.args:
-                    last[a] = k
-                    m = plan.steps[a].mask
-                    if m is not None:
-                        last[m] = k
-        keep = set(self.exports)
-        self._triangles = _triangle_readouts(plan, self.const, keep)
-        for k, inner in self._triangles.items():  # the fused readout reads the edge mask
-            last[inner[0]] = max(last[inner[0]], k)
-        self._frees: list[list[int]] = [[] for _ in plan.steps]
-        for r, k in enumerate(last):
-            if k >= 0 and r not in keep:
-                self._frees[k].append(r)
-        self._functions: dict[tuple[int, bool], Callable[..., Any]] = {}
-        self._exactly: dict[int, tuple[bool, Callable[[float], float] | None]] = {}
-        # the steps on the way to a Mod: their float values are checked for rounding
-        self.mod_exactness = ModExactness(plan, trainable_functions=trainable_functions)
+def _stage(run: Run) -> ConstantStage:
+    stage = run.stage
+    assert isinstance(stage, ConstantStage)
+    return stage
 
-    @property
-    def steps(self) -> frozenset[int]:
-        return frozenset(k for k, c in enumerate(self.const) if c)
 
-    def _function(self, fn: int, exact: bool) -> Callable[..., Any]:
-        """Function ``fn`` on numpy arrays (``exact``: on Python numbers)."""
-        hit = self._functions.get((fn, exact))
-        if hit is None:
-            f = self.plan.functions[fn]
-            hit = numeric(f.formula, f.symbols, "exact" if exact else "numpy")
-            self._functions[(fn, exact)] = hit
-        return hit
+def _const(run: Run, k: int, st: Step, a: list[Any]) -> np.ndarray:
+    return _number(st.attr("value"), run.stage.exact, run.graphs.g)
 
-    def _exactness(self, fn: int) -> tuple[bool, Callable[[float], float] | None]:
-        """Whether ``fn``'s values are exactly computable (a polynomial, or with ``Mod``:
-        :func:`~matlang.functions.exact_degree`), and with ``Mod`` the bound of its arguments
-        (:func:`~matlang.functions.mod_argument_bound`); sympy once per function."""
-        known = self._exactly.get(fn)
-        if known is None:
-            f = self.plan.functions[fn]
-            known = (
-                exact_degree(f.formula, f.symbols) is not None,
-                mod_argument_bound(f.formula, f.symbols),
-            )
-            self._exactly[fn] = known
-        return known
 
-    # -- running ---------------------------------------------------------------------------
-    def operator(
-        self, graphs: Graphs, regs: Mapping[int, Any], mask: int, values: int, transpose: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        """The CSR arrays of the matrix ``values`` on ``mask`` (transposed) and whether it is
-        symmetric (both registers exported by :meth:`run`)."""
-        kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
-        m, v = regs[mask], regs[values]
-        # A on the validated edges is symmetric: no transpose to compare with
-        known = (
-            graphs.symmetric
-            and self.plan.steps[mask].op == "edges"
-            and (is_iso(v) or v is graphs.weight)
+def _param(run: Run, k: int, st: Step, a: list[Any]) -> np.ndarray:
+    value = next(p.value for p in run.stage.plan.params if p.name == st.attr("name"))
+    return _number(value, True, run.graphs.g)
+
+
+def _sampled(run: Run, k: int, st: Step, a: list[Any]) -> np.ndarray:
+    s = a[2]
+    ma, mb = run.mask_of(st.args[0]), run.mask_of(st.args[1])
+    if s.nnz == 0:
+        return np.zeros(0, dtype=np.int64)
+    return run.kern.sampled(ma, a[0], mb, a[1], s)  # type: ignore[no-any-return]
+
+
+def _nonzero(run: Run, k: int, st: Step, a: list[Any]) -> np.ndarray:
+    gr: Graphs = run.graphs
+    zero = np.asarray(a[0] == 0)
+    if run.stage.nonfinite == "error" and bool(zero.any()):
+        g = int(np.nonzero(np.broadcast_to(zero, (gr.g,)))[0][0])
+        raise EvaluationError(
+            f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
         )
-        return kern.csr(m, v, transpose, symmetric=True if known else None)
-
-    def run(
-        self, graphs: Graphs, *, per_graph: bool = False
-    ) -> tuple[dict[int, Any], dict[int, Any]]:
-        """Every exported register as a numpy value (masks as :class:`Mask`, values as arrays,
-        0-d where the same on every entry), and the number of entries of every register
-        computed (a mask's entries, a value's size); ``per_graph``: those numbers for each
-        graph, ``(G,)`` arrays."""
-        kern = Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
-        regs: dict[int, Any] = {}
-        sizes: dict[int, Any] = {}
-        # tr(A³) of a 0/1 symmetric A by the triangle count: its three inner steps are skipped
-        fused = self._triangles if graphs.weight is None and graphs.symmetric else {}
-        skipped = {r for inner in fused.values() for r in inner[1:]}
-        ranges: dict[int, tuple[float, float]] = {}  # of the steps on the way to a Mod
-        for k, st in enumerate(self.plan.steps):
-            if not self.const[k]:
-                continue
-            if k in skipped:
-                v = None
-            elif k in fused:
-                v = kern.triangle_trace(regs[fused[k][0]])
-            else:
-                v = self._step(kern, graphs, k, st, regs)
-            regs[k] = v
-            if v is not None and k in self.mod_exactness.steps:
-                self._check_rounding(graphs, k, st, v, regs, ranges)
-            if not per_graph:
-                sizes[k] = v.nnz if isinstance(v, Mask) else size_of(st, regs, graphs)
-                if k in skipped:  # not computed: no entries
-                    sizes[k] = 0
-            elif isinstance(v, Mask):  # block-diagonal: graph g's rows are its nodes
-                sizes[k] = np.diff(v.indptr[graphs.ptr])
-            elif st.kind == EDGE:
-                assert st.mask is not None
-                sizes[k] = sizes[st.mask]
-            else:
-                sizes[k] = np.diff(graphs.ptr) if st.kind == NODE else np.ones(graphs.g, np.int64)
-            for r in self._frees[k]:
-                regs.pop(r, None)
-        return {k: regs[k] for k in self.exports if k in regs}, sizes
-
-    def _check_rounding(
-        self, gr: Graphs, k: int, st: Step, v: Any, regs: dict[int, Any],
-        ranges: dict[int, tuple[float, float]],
-    ) -> None:
-        """Refuse a float64 step on the way to a ``Mod`` that rounded (:mod:`.exactness`)."""
-        self.mod_exactness.check(
-            k, v, [regs[a] for a in st.args], regs, dtype="float64",
-            graph=lambda i: gr.label(_graph_of(self.plan, regs, st, gr, i)),
-            graph_size=lambda: int(np.diff(gr.ptr).max()) if gr.g else 0,
-            advice="evaluate the sentence exactly (matlang.evaluate)", ranges=ranges,
-        )
-
-    def _mask(self, regs: dict[int, Any], register: int) -> Any:
-        """The mask register ``register`` is on (a GraphBLAS or a torch mask, by the stage)."""
-        m = self.plan.steps[register].mask
-        assert m is not None
-        return regs[m]
-
-    def _kernel_op(self, kern: Any, st: Step, a: list[Any], regs: dict[int, Any]) -> Any:
-        """The plan ops that are one call of the kernels' interface, shared by this stage
-        (GraphBLAS :class:`Kernels`) and its torch twin (``TorchKernels``); ``NotImplemented``
-        for the ops each stage computes itself."""
-        op = st.op
-        if op == "compose":
-            return kern.compose(a[0], a[1])
-        if op == "union":
-            return kern.union(a[0], a[1])
-        if op == "flip":
-            return a[0].flip()
-        if op == "eye":
-            return kern.eye(a[0])
-        if op == "lookup":
-            return kern.lookup(self._mask(regs, st.args[0]), a[0], a[1])
-        if op == "transpose":
-            return a[0]  # the same numbers on the flipped mask
-        if op == "propagate":
-            return kern.propagate(a[0], a[1], a[2], bool(st.attr("transpose")))
-        if op == "readout":
-            return kern.readout(a[0])
-        if op == "row_sum":
-            return kern.row_sum(self._mask(regs, st.args[0]), a[0])
-        if op == "diagonal":
-            return kern.diagonal(self._mask(regs, st.args[0]), a[0])
-        if op in ("add", "sub"):
-            return kern.add(a[0], a[1], 1 if op == "add" else -1)
-        if op == "mul":
-            return kern.mul(a[0], a[1])
-        if op == "div":
-            return kern.div(a[0], a[1])
-        return NotImplemented
-
-    def _check_underflow(
-        self, st: Step, a: list[Any], out: Any, label: Callable[[int], str]
-    ) -> None:
-        """Refuse (``nonfinite="error"``) a float product or quotient that underflowed a
-        nonzero value to 0 (``label``: the graph of an entry), as an overflow to inf is."""
-        if self.nonfinite != "error" or st.op not in ("mul", "div"):
-            return
-        at = underflow_at(st.op, a[0], a[1], out)
-        if at is not None:
-            raise underflow_error(st, label(at))
-
-    def _step(self, kern: Kernels, gr: Graphs, k: int, st: Step, regs: dict[int, Any]) -> Any:
-        op, a = st.op, [regs[x] for x in st.args]
-        shared = self._kernel_op(kern, st, a, regs)
-        if shared is not NotImplemented:
-            self._check_underflow(
-                st, a, shared, lambda i: gr.label(_graph_of(self.plan, regs, st, gr, i))
-            )
-            return shared
-        n = gr.n
-        if op == "edges":
-            return Mask.from_sorted_coo(n, gr.rows, gr.cols, gr.indptr)
-        if op == "identity":
-            return Mask.identity(n)
-        if op == "empty":
-            return Mask.empty(n)
-        if op == "full":
-            return Mask.full(gr.ptr)
-        if op == "ones":
-            return np.array(1, dtype=np.int64)
-        if op == "const":
-            return _number(st.attr("value"), self.exact, gr.g)
-        if op == "param":
-            value = next(p.value for p in self.plan.params if p.name == st.attr("name"))
-            return _number(value, True, gr.g)
-        if op == "adjacency":
-            return np.array(1, dtype=np.int64) if gr.weight is None else gr.weight
-        if op == "gather_row":
-            return a[0] if is_iso(a[0]) else a[0][a[1].rows]
-        if op == "gather_col":
-            return a[0] if is_iso(a[0]) else a[0][a[1].cols]
-        if op == "broadcast_edge":
-            return a[0][gr.node_graph[a[1].rows]]
-        if op == "sampled":
-            s = a[2]
-            ma, mb = self._mask(regs, st.args[0]), self._mask(regs, st.args[1])
-            if s.nnz == 0:
-                return np.zeros(0, dtype=np.int64)
-            return kern.sampled(ma, a[0], mb, a[1], s)
-        if op == "broadcast":
-            return a[0][gr.node_graph]
-        if op in ("as_edge", "as_node"):
-            return np.full(n, a[0]) if is_iso(a[0]) else a[0]
-        if op == "neg":
-            return np.negative(a[0])
-        if op == "nonzero":
-            zero = np.asarray(a[0] == 0)
-            if self.nonfinite == "error" and bool(zero.any()):
-                g = int(np.nonzero(np.broadcast_to(zero, (gr.g,)))[0][0])
-                raise EvaluationError(
-                    f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
-                )
-            return a[0]
-        if op == "apply":
-            return self._apply(gr, regs, k, st, a)
-        raise MatlangError(f"no graph-constant kernel for plan op {op!r}")  # pragma: no cover
-
-    def _apply(self, gr: Graphs, regs: dict[int, Any], k: int, st: Step, a: list[Any]) -> Any:
-        size = _size(self.plan, regs, st, gr)
-        args = [np.broadcast_to(x, (size,)) for x in a]
-        computable, mod_bound = self._exactness(st.attr("fn"))
-        # exact on integers and Fractions only: a float (a weight) read exactly is still a float
-        exact = computable and self.exact and all(np.asarray(x).dtype.kind != "f" for x in a)
-        if mod_bound is not None and not exact:
-            # a remainder of a float past 2⁵³ is noise, not a rounding: integers go exact
-            exact = self._mod_exactly(gr, regs, st, args, computable, mod_bound)
-        fn = self._function(st.attr("fn"), exact)
-        if exact:
-            out = fn(*[np.asarray(x, dtype=object) for x in args])
-        else:
-            with np.errstate(all="ignore"):
-                name = self.plan.functions[st.attr("fn")].name
-                where = f"{name}(...) in {st.note or 'the sentence'}"
-                out = fn(*[as_float64(x, where) for x in args])
-        out = np.asarray(out)
-        if out.ndim == 0 or out.shape != (size,):
-            out = np.broadcast_to(out, (size,)).copy()
-        if exact:
-            return _shrink_exact(out)
-        out = out.astype(np.float64)
-        if self.nonfinite == "error" and not np.isfinite(out).all():
-            i = int(np.nonzero(~np.isfinite(out))[0][0])
-            name = self.plan.functions[st.attr("fn")].name
-            raise EvaluationError(
-                f"{name}(...) in {st.note or 'the sentence'} is {out[i]} on graph "
-                f"{gr.label(_graph_of(self.plan, regs, st, gr, i))} (compile with "
-                "nonfinite='keep' to keep inf/nan)"
-            )
-        return out
-
-    def _mod_exactly(
-        self,
-        gr: Graphs,
-        regs: dict[int, Any],
-        st: Step,
-        args: list[Any],
-        computable: bool,
-        mod_bound: Callable[[float], float],
-    ) -> bool:
-        """Whether a function with ``Mod`` must run on Python numbers: where a remainder's
-        argument may reach 2⁵³, integer values are computed exactly, and floats are refused."""
-        if not args or args[0].size == 0:
-            return False
-        sizes = [np.abs(np.asarray(x, dtype=np.float64)) for x in args]
-        top = max(float(x.max()) for x in sizes)
-        if mod_bound(top) < FLOAT_EXACT:
-            return False
-        if computable and all(np.asarray(x).dtype.kind in "iub" for x in args):
-            return True
-        at = next(int(np.argmax(x)) for x in sizes if float(x.max()) == top)
-        raise self._mod_error(st, top, gr.label(_graph_of(self.plan, regs, st, gr, at)))
-
-    def _mod_error(
-        self,
-        st: Step,
-        top: float,
-        graph: str,
-        way: str = "",
-        dtype: str = "float64",
-        bits: int = 53,
-    ) -> EvaluationError:
-        """:func:`~matlang.functions.mod_refusal` for ``st``'s function on ``graph``; ``way``:
-        a way out besides the exact evaluator (both stages and the interpreter raise it)."""
-        name = self.plan.functions[st.attr("fn")].name
-        what = f"{name}(...) in {st.note or 'the sentence'}"
-        advice = f"{way}evaluate the sentence exactly (matlang.evaluate)"
-        return EvaluationError(mod_refusal(what, top, graph, advice, dtype, bits))
-
-def underflow_at(op: str, x: Any, y: Any, out: Any) -> int | None:
-    """The first entry where a float product (quotient) ``out = x op y`` is 0 though its
-    exact value is not (both factors nonzero; a nonzero dividend over a finite divisor):
-    float64 underflowed. ``None`` where none did. numpy arrays and torch tensors alike."""
-    if isinstance(out, (np.ndarray, np.generic, int, float)):
-        out = np.asarray(out)
-        if out.dtype.kind != "f" or out.size == 0 or out.all():
-            return None
-        xs, ys = np.broadcast_arrays(np.asarray(x), np.asarray(y))
-        xs, ys = np.broadcast_to(xs, out.shape), np.broadcast_to(ys, out.shape)
-        ok = np.isfinite(ys) if op == "div" else ys != 0
-        bad = (out == 0) & (xs != 0) & ok
-        return int(np.flatnonzero(bad)[0]) if bad.any() else None
-    import torch
-
-    if not isinstance(out, torch.Tensor):
-        return None
-    if not out.is_floating_point() or out.numel() == 0 or bool(out.detach().all()):
-        return None
-    xs, ys = torch.broadcast_tensors(torch.as_tensor(x), torch.as_tensor(y))
-    xs, ys = xs.expand(out.shape), ys.expand(out.shape)
-    ok = torch.isfinite(ys) if op == "div" else ys != 0
-    bad = ((out == 0) & (xs != 0) & ok).reshape(-1)
-    hit = torch.nonzero(bad)
-    return int(hit[0, 0]) if hit.numel() else None
+    return a[0]  # type: ignore[no-any-return]
 
 
-def no_underflow(
-    module: Any, step: Step, x: Any, y: Any, out: Any, label: Callable[[int], str]
-) -> Any:
-    """``out`` of a compiled module's product or quotient step, or (``nonfinite="error"``) an
-    error where it underflowed a nonzero value to 0 — as an overflow to inf is refused. Read
-    back only for graph values and products with a number literal (where tiny values come
-    from): other steps are not read back (a device sync per step). ``label``: an entry's graph
-    (the entry's row: its node, edge or graph)."""
-    if module.nonfinite != "error" or not out.is_floating_point():
-        return out
-    steps = module.plan.steps
-    if step.kind != GRAPH and not any(steps[a].op in ("param", "const") for a in step.args):
-        return out
-    at = underflow_at(step.op, x.detach(), y.detach(), out.detach())
-    if at is not None:
-        raise underflow_error(step, label(at // max(out.shape[1:].numel(), 1)))
-    return out
+def _diagonal_values(run: Run, k: int, st: Step, a: list[Any]) -> np.ndarray:
+    return np.full(run.graphs.n, a[0]) if is_iso(a[0]) else a[0]
 
 
-def underflow_error(st: Step, graph: str) -> EvaluationError:
-    """float64 (the dtype's range) underflowed a nonzero value to 0 at ``st``."""
-    what = st.note or "a product in the sentence"
-    return EvaluationError(
-        f"{what} underflows to 0 on graph {graph}: its exact value is not 0 but below the "
-        "range of the float dtype (about 1e-308 in float64, 1e-45 in float32); evaluate the "
-        "sentence exactly (matlang.evaluate) or scale it (nonfinite='keep' keeps the 0)"
-    )
+#: The GraphBLAS stage's kernels (numpy arrays, :class:`~runtime.graphblas.Mask`).
+GRAPHBLAS: dict[Op, Kernel] = {
+    **SHARED,
+    Op.EDGES: lambda run, k, st, a: Mask.from_sorted_coo(
+        run.graphs.n, run.graphs.rows, run.graphs.cols, run.graphs.indptr
+    ),
+    Op.IDENTITY: lambda run, k, st, a: Mask.identity(run.graphs.n),
+    Op.EMPTY: lambda run, k, st, a: Mask.empty(run.graphs.n),
+    Op.FULL: lambda run, k, st, a: Mask.full(run.graphs.ptr),
+    Op.ONES: lambda run, k, st, a: np.array(1, dtype=np.int64),
+    Op.CONST: _const,
+    Op.PARAM: _param,
+    Op.ADJACENCY: lambda run, k, st, a: (
+        np.array(1, dtype=np.int64) if run.graphs.weight is None else run.graphs.weight
+    ),
+    Op.GATHER_ROW: lambda run, k, st, a: a[0] if is_iso(a[0]) else a[0][a[1].rows],
+    Op.GATHER_COL: lambda run, k, st, a: a[0] if is_iso(a[0]) else a[0][a[1].cols],
+    Op.BROADCAST_EDGE: lambda run, k, st, a: a[0][run.graphs.node_graph[a[1].rows]],
+    Op.SAMPLED: _sampled,
+    Op.BROADCAST: lambda run, k, st, a: a[0][run.graphs.node_graph],
+    Op.AS_EDGE: _diagonal_values,
+    Op.AS_NODE: _diagonal_values,
+    Op.NEG: lambda run, k, st, a: np.negative(a[0]),
+    Op.NONZERO: _nonzero,
+    Op.APPLY: lambda run, k, st, a: _stage(run)._apply(run.graphs, run.regs, k, st, a),
+}
 
 
 def _triangle_readouts(
@@ -526,33 +191,158 @@ def _triangle_readouts(
     return out
 
 
-def _size(plan: Plan, regs: dict[int, Any], st: Step, gr: Graphs) -> int:
-    if st.kind == GRAPH:
-        return gr.g
-    if st.kind == NODE:
-        return gr.n
-    assert st.mask is not None
-    return int(regs[st.mask].nnz)
+#: tr(A³) of a 0/1 symmetric A by the triangle count: its three inner steps are skipped.
+TRIANGLES = Fusion(
+    find=_triangle_readouts,
+    applies=lambda graphs: graphs.weight is None and graphs.symmetric,
+    compute=lambda kern, regs, inner: kern.triangle_trace(regs[inner[0]]),
+)
+
+
+class ConstantStage(PlanStage):
+    """Computes a plan's graph constants on GraphBLAS (see the module docstring): the loop of
+    :class:`~compiler.interpret.PlanStage` with the table :data:`GRAPHBLAS` and the triangle
+    count registered as a fusion.
+
+    Args:
+        plan: the plan.
+        trainable_functions: pointwise functions are MLPs (not constants).
+        exact: parameters are constants at their exact value; integers never overflow silently
+            (a bound past int64 raises) and divisions give Fractions.
+        nonfinite: ``"error"`` raises on a non-finite function value or a division by 0.
+    """
+
+    table = GRAPHBLAS
+    fusions = (TRIANGLES,)
+    per_graph_counts = True
+    name = "GraphBLAS constant stage"
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        trainable_functions: bool = False,
+        exact: bool = False,
+        nonfinite: str = "error",
+    ) -> None:
+        super().__init__(
+            plan, trainable_functions=trainable_functions, exact=exact, nonfinite=nonfinite
+        )
+        self._functions: dict[tuple[int, bool], Callable[..., Any]] = {}
+
+    @property
+    def _triangles(self) -> dict[int, tuple[int, ...]]:
+        """The readouts the triangle count computes (:func:`_triangle_readouts`)."""
+        return next((found for rule, found in self._fused if rule is TRIANGLES), {})
+
+    def kernels(self, graphs: Graphs) -> kernels.Kernels[np.ndarray, Mask]:
+        return Kernels(graphs.n, graphs.ptr, graphs.node_graph, exact=self.exact)
+
+    def graph_counts(self, graphs: Graphs, st: Step, v: Any, sizes: dict[int, Any]) -> Any:
+        if isinstance(v, Mask):  # block-diagonal: graph g's rows are its nodes
+            return np.diff(v.indptr[graphs.ptr])
+        if st.kind == EDGE:
+            assert st.mask is not None
+            return sizes[st.mask]
+        return np.diff(graphs.ptr) if st.kind == NODE else np.ones(graphs.g, np.int64)
+
+    def _function(self, fn: int, exact: bool) -> Callable[..., Any]:
+        """Function ``fn`` on numpy arrays (``exact``: on Python numbers)."""
+        hit = self._functions.get((fn, exact))
+        if hit is None:
+            f = self.plan.functions[fn]
+            hit = numeric(f.formula, f.symbols, "exact" if exact else "numpy")
+            self._functions[(fn, exact)] = hit
+        return hit
+
+    def _apply(self, gr: Graphs, regs: dict[int, Any], k: int, st: Step, a: list[Any]) -> Any:
+        size = size_of(st, regs, gr)
+        args = [np.broadcast_to(x, (size,)) for x in a]
+        computable, mod_bound = self._exactness(st.attr("fn"))
+        # exact on integers and Fractions only: a float (a weight) read exactly is still a float
+        exact = computable and self.exact and all(np.asarray(x).dtype.kind != "f" for x in a)
+        if mod_bound is not None and not exact:
+            # a remainder of a float past 2⁵³ is noise, not a rounding: integers go exact
+            exact = self._mod_exactly(gr, regs, st, args, computable, mod_bound)
+        fn = self._function(st.attr("fn"), exact)
+        if exact:
+            out = fn(*[np.asarray(x, dtype=object) for x in args])
+        else:
+            with np.errstate(all="ignore"):
+                name = self.plan.functions[st.attr("fn")].name
+                where = f"{name}(...) in {st.note or 'the sentence'}"
+                out = fn(*[as_float64(x, where) for x in args])
+        out = np.asarray(out)
+        if out.ndim == 0 or out.shape != (size,):
+            out = np.broadcast_to(out, (size,)).copy()
+        if exact:
+            return _shrink_exact(out)
+        out = out.astype(np.float64)
+        if self.nonfinite == "error" and not np.isfinite(out).all():
+            i = int(np.nonzero(~np.isfinite(out))[0][0])
+            name = self.plan.functions[st.attr("fn")].name
+            raise EvaluationError(
+                f"{name}(...) in {st.note or 'the sentence'} is {out[i]} on graph "
+                f"{gr.label(graph_of(regs, st, gr, i))} (compile with "
+                "nonfinite='keep' to keep inf/nan)"
+            )
+        return out
+
+    def _mod_exactly(
+        self,
+        gr: Graphs,
+        regs: dict[int, Any],
+        st: Step,
+        args: list[Any],
+        computable: bool,
+        mod_bound: Callable[[float], float],
+    ) -> bool:
+        """Whether a function with ``Mod`` must run on Python numbers: where a remainder's
+        argument may reach 2⁵³, integer values are computed exactly, and floats are refused."""
+        if not args or args[0].size == 0:
+            return False
+        sizes = [np.abs(np.asarray(x, dtype=np.float64)) for x in args]
+        top = max(float(x.max()) for x in sizes)
+        if mod_bound(top) < FLOAT_EXACT:
+            return False
+        if computable and all(np.asarray(x).dtype.kind in "iub" for x in args):
+            return True
+        at = next(int(np.argmax(x)) for x in sizes if float(x.max()) == top)
+        raise self._mod_error(st, top, gr.label(graph_of(regs, st, gr, at)))
+
+def no_underflow(
+    module: Any, step: Step, x: Any, y: Any, out: Any, label: Callable[[int], str]
+) -> Any:
+    """``out`` of a compiled module's product or quotient step, or (``nonfinite="error"``) an
+    error where it underflowed a nonzero value to 0 — as an overflow to inf is refused. Read
+    back only for graph values and products with a number literal (where tiny values come
+    from): other steps are not read back (a device sync per step). ``label``: an entry's graph
+    (the entry's row: its node, edge or graph)."""
+    if module.nonfinite != "error" or not out.is_floating_point():
+        return out
+    steps = module.plan.steps
+    if step.kind != GRAPH and not any(steps[a].op in ("param", "const") for a in step.args):
+        return out
+    at = underflow_at(step.op, x.detach(), y.detach(), out.detach())
+    if at is not None:
+        raise underflow_error(step, label(at // max(out.shape[1:].numel(), 1)))
+    return out
+
 
 
 def _graph_of(plan: Plan, regs: dict[int, Any], st: Step, gr: Graphs, i: int) -> int:
-    if st.kind == GRAPH:
-        return i
-    if st.kind == NODE:
-        return int(gr.node_graph[i])
-    assert st.mask is not None
-    return int(gr.node_graph[regs[st.mask].rows[i]])
+    return graph_of(regs, st, gr, i)  # (the signature _mod_exactly calls)
 
 
 def _number(value: Fraction, exact: bool, g: int) -> np.ndarray:
-    """A scalar on every graph: int64 when whole, a Fraction (exact) or a float otherwise."""
-    if value.denominator == 1 and abs(value) < 2**62:
-        return np.full(g, int(value), dtype=np.int64)
-    if exact:
+    """A scalar on every graph (:func:`~compiler.interpret.scalar`): int64 when whole, a
+    Fraction (exact) or a float otherwise."""
+    x = scalar(value, exact)
+    if isinstance(x, Fraction):
         out = np.empty(g, dtype=object)
-        out[:] = [value] * g
+        out[:] = [x] * g
         return out
-    return np.full(g, float(value))
+    return np.full(g, x, dtype=np.int64 if isinstance(x, int) else np.float64)
 
 
 def _shrink_exact(x: np.ndarray) -> np.ndarray:
@@ -672,16 +462,6 @@ def evaluate_exact(plan: Plan, graphs: Graphs) -> list[Any]:
 
 def gr_size(level: str, graphs: Graphs) -> int:
     return graphs.g if level == "graph" else graphs.n
-
-
-def size_of(step: Step, regs: Mapping[int, Any], graphs: Graphs) -> int:
-    """Entries of a register of kind ``step.kind``."""
-    if step.kind == MASK:
-        return 0
-    if step.kind == EDGE:
-        assert step.mask is not None
-        return int(regs[step.mask].nnz)
-    return graphs.g if step.kind == GRAPH else graphs.n
 
 
 __all__ = [

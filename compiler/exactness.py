@@ -239,7 +239,7 @@ class ModExactness:
         ``Mod`` are checked as its dtype holds them (:meth:`check_value`)."""
         if not self.steps:
             return registers
-        plan, const = self.plan, module._stage.const
+        plan, const = self.plan, module._stages.const
         values = registers[0]
         ctx.regs.update(values)  # (an edge value's graph is read through its mask)
         handed = {
@@ -251,9 +251,12 @@ class ModExactness:
         }
         for k in sorted(handed):
             step = plan.steps[k]
+
+            def graph(i: int, step: Any = step) -> str:
+                return str(module._graph_of(ctx, step, i))
+
             self.check_value(
-                k, values[k], dtype=ctx.dtype, advice=advice_for(ctx.dtype),
-                graph=lambda i, step=step: module._graph_of(ctx, step, i),
+                k, values[k], dtype=ctx.dtype, advice=advice_for(ctx.dtype), graph=graph
             )
         return registers
 

@@ -16,38 +16,32 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MethodType
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from matlang.compiler.constant_cache import CachedStage
-from matlang.compiler.constant_registers import constant_registers
-from matlang.compiler.constants import ConstantStage, no_underflow
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan, Step, check, render
-from matlang.compiler.torch_constants import TorchConstantStage
+from matlang.compiler.binding import Context as _Context
+from matlang.compiler.binding import bind
+from matlang.compiler.constants import no_underflow
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, OPS, Op, Plan, Step, check, render
+from matlang.compiler.stages import ConstantStages
 from matlang.errors import EvaluationError, GraphError, MatlangError
 from matlang.functions import numeric
 from matlang.runtime import sparse
-from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.layer_inputs import channels_of, pyg_call
+from matlang.runtime.layer_inputs import pyg_call
 from matlang.runtime.masks import (
     compose_masks,
     full_mask,
     lookup,
-    prepared_edges,
     union_masks,
 )
-from matlang.runtime.operators import Operator
 from matlang.runtime.preprocess import PreprocessCache
 
 #: The values of the ``constants`` option (see :class:`CompiledModule`).
 CONSTANT_STAGES = ("auto", "graphblas", "torch", "none")
-
-#: Mask ops whose result is sorted row-major without repeats.
-_ROW_MAJOR_OPS = frozenset({"edges", "identity", "full", "empty", "compose", "union"})
-
 
 def _unit_registers(plan: Plan) -> frozenset[int]:
     """Registers equal to all-ones on their mask when the batch has no edge weights: ``A``
@@ -56,7 +50,8 @@ def _unit_registers(plan: Plan) -> frozenset[int]:
     for k, st in enumerate(plan.steps):
         if st.kind != EDGE:
             continue
-        if st.op == "adjacency" or (st.op in ("transpose", "mul") and unit.issuperset(st.args)):
+        how = OPS[st.op].unit
+        if how == "always" or (how == "args" and unit.issuperset(st.args)):
             unit.add(k)
     return frozenset(unit)
 
@@ -95,35 +90,6 @@ class PointwiseMLP(nn.Module):
 # --------------------------------------------------------------------------- runtime
 
 
-@dataclass
-class _Context:
-    batch: Batch
-    n: int  # nodes in the batch
-    g: int  # graphs in the batch
-    node_graph: Tensor
-    ptr: Tensor
-    edges: Tensor
-    edge_weight: Tensor | None
-    inputs: Mapping[str, Tensor]
-    dtype: torch.dtype
-    device: torch.device
-    backend: str  # resolved once per pass (None on the module means the current default)
-    regs: dict[int, Tensor] = field(default_factory=dict)
-    # registers that hold only ones on this batch (A of an unweighted batch, its transpose):
-    # kernels take them as value-less operators, and M ⊙ 1 = M needs no product.
-    ones: frozenset[int] = frozenset()
-    # operators built in this forward pass: torch_sparse's by (mask, values, transposed), torch's
-    # CSR by (mask, values, False, "csr"), row pointers by ("rowptr", mask, transposed): a plan
-    # that propagates several times with one support builds its CSR structure once.
-    operators: dict[Any, Any] = field(default_factory=dict)
-    # feature channels of the inputs (None: one value per node, no channel axis)
-    channels: int | None = None
-    # operators of propagate steps with a constant matrix, by (mask, values, transpose)
-    prebuilt: dict[Any, Any] = field(default_factory=dict)
-    # the batch's fingerprint taken at the start of the pass (Batch.cached)
-    fingerprint: Any = None
-
-
 def _channel(x: Tensor) -> Tensor:
     """``(K,)`` → ``(K, 1)``: a value without channels, ready to broadcast over them."""
     return x.unsqueeze(-1) if x.dim() == 1 else x
@@ -134,36 +100,6 @@ def _aligned(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     if x.dim() == y.dim():
         return x, y
     return _channel(x), _channel(y)
-
-
-def _node_values(
-    v: Any, n: int, what: str, device: Any, dtype: torch.dtype, finite: bool = True
-) -> Tensor:
-    """``v`` as ``(N,)`` or ``(N, d)`` node values of ``dtype``, or a :class:`GraphError`
-    naming what is wrong (rows, dimensions, non-finite entries unless ``finite`` is false:
-    ``nonfinite="keep"`` lets them through, so a call reads nothing back from the device)."""
-    t = torch.as_tensor(v, device=device)
-    if t.dim() == 2 and t.shape[1] == 1:
-        t = t[:, 0]
-    if t.dim() not in (1, 2) or t.shape[0] != n:
-        raise GraphError(
-            f"{what} must have shape ({n},) or ({n}, d) — one row per node of the batch — "
-            f"got {tuple(t.shape)}",
-            "inputs",
-        )
-    if t.is_complex() or t.dtype == torch.bool:
-        raise GraphError(f"{what} must be real numbers, got {t.dtype}", "inputs")
-    t = t.to(dtype)
-    # a finite sum means every entry is finite (one read, no mask); else the exact look
-    if (
-        finite
-        and t.numel()
-        and not (t.is_floating_point() and math.isfinite(float(t.detach().sum())))
-        and not bool(torch.isfinite(t.detach()).all())
-    ):
-        bad = torch.nonzero(~torch.isfinite(t.detach()))[0].tolist()
-        raise GraphError(f"{what} has a non-finite value at {tuple(bad)}", "inputs")
-    return t
 
 
 @dataclass
@@ -268,7 +204,7 @@ class CompiledModule(nn.Module):
         self._unit_if_unweighted = _unit_registers(plan)
         # masks whose entries come sorted row-major (the order CSR wants): no sort check
         self._row_major = frozenset(
-            k for k, st in enumerate(plan.steps) if st.kind == MASK and st.op in _ROW_MAJOR_OPS
+            k for k, st in enumerate(plan.steps) if st.kind == MASK and OPS[st.op].row_major
         )
         self._ones_registers = frozenset(k for k, st in enumerate(plan.steps) if st.op == "ones")
         self._mask_steps = frozenset(k for k, st in enumerate(plan.steps) if st.kind == MASK)
@@ -286,25 +222,21 @@ class CompiledModule(nn.Module):
         self._functions: list[Callable[..., Any]] = [
             numeric(f.formula, f.symbols, "torch") for f in plan.functions
         ]
-        self._step_ops = [getattr(self, f"_op_{st.op}") for st in plan.steps]
+        self._step_ops = [MethodType(AUTOGRAD[st.op], self) for st in plan.steps]
         self._program = [
             (k, op, st, st.args, self._frees[k])
             for k, (st, op) in enumerate(zip(plan.steps, self._step_ops))
         ]
-        self._stage = ConstantStage(
-            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
+        self._stages = ConstantStages(
+            plan,
+            trainable_functions=self.trainable_functions,
+            nonfinite=self.nonfinite,
+            cache=self.cache,
+            key=self._constants_key,
         )
-        self._torch_stage = TorchConstantStage(
-            plan, trainable_functions=self.trainable_functions, nonfinite=self.nonfinite
-        )
-        self._learnable = [p for p in self._program if not self._stage.const[p[0]]]
-        # propagate steps whose matrix is a graph constant: an operator prebuilt per batch
-        self._operators = {
-            k: (st.args[0], st.args[1], bool(st.attr("transpose")))
-            for k, st in enumerate(plan.steps)
-            if st.op == "propagate" and self._stage.const[st.args[1]] and not self._stage.const[k]
-        }
-        self._per_graph = CachedStage.worth(self._stage)
+        self._torch_stage = self._stages.torch  # (its check_mod guards the interpreter's Mod)
+        self._mod = self._stages.graphblas.mod_exactness  # the steps on the way to a Mod
+        self._learnable = [p for p in self._program if not self._stages.const[p[0]]]
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -323,8 +255,8 @@ class CompiledModule(nn.Module):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for key in (
-            "_functions", "_step_ops", "_program", "_learnable", "_stage", "_torch_stage",
-            "_last_run",
+            "_functions", "_step_ops", "_program", "_learnable", "_stages", "_torch_stage",
+            "_mod", "_last_run",
         ):  # fmt: skip
             state.pop(key, None)
         return state
@@ -397,79 +329,16 @@ class CompiledModule(nn.Module):
 
     # -- interpreter --------------------------------------------------------------------------
     def _context(self, data: Any, inputs: Mapping[str, Any] | None) -> _Context:
-        batch = as_batch(data, validate=self.validate)
-        n, g = batch.num_nodes, batch.num_graphs
-        device = batch.edge_index.device
-        fp = batch.fingerprint()  # one look per pass: nothing below changes the tensors
-        edges, weight = batch.cached(
-            "compiled.edges", lambda: prepared_edges(batch, fingerprint=fp), fingerprint=fp
+        return bind(
+            data,
+            inputs,
+            self.plan.inputs,
+            validate=self.validate,
+            dtype=self.dtype,
+            backend=self.backend,
+            unit=self._unit_if_unweighted,
+            finite=self.nonfinite == "error",
         )
-        dtype = self.dtype
-        given = self._inputs(batch, inputs, dtype) if self.plan.inputs else {}
-        channels = channels_of(given)  # one count for all inputs (or 1: broadcast)
-        return _Context(
-            batch,
-            n,
-            g,
-            batch.batch.to(torch.int64),
-            batch.ptr.to(torch.int64),
-            edges,
-            None if weight is None else weight.to(dtype),
-            given,
-            dtype,
-            device,
-            sparse.resolve_backend(self.backend),
-            ones=self._unit_if_unweighted if weight is None else frozenset(),
-            channels=channels,
-            fingerprint=fp,
-        )
-
-    def _inputs(
-        self, batch: Batch, inputs: Mapping[str, Any] | None, dtype: torch.dtype
-    ) -> dict[str, Tensor]:
-        """Every declared input as ``(N,)`` or ``(N, d)`` (d channels), checked by name and
-        shape before torch sees it: from ``inputs`` by name, else from the batch's ``x`` (all
-        of its columns as channels of the one input, or column i for input i of several)."""
-        n = batch.num_nodes
-        declared = self.plan.inputs
-        finite = self.nonfinite == "error"
-        unknown = [k for k in (inputs or {}) if k not in declared]
-        if unknown:
-            raise GraphError(
-                f"unknown input {unknown[0]!r}: the sentence declares "
-                + (", ".join(repr(d) for d in declared) or "no inputs"),
-                "inputs",
-            )
-        out: dict[str, Tensor] = {}
-        for name, v in (inputs or {}).items():
-            out[name] = _node_values(
-                v, n, f"input '{name}'", batch.edge_index.device, dtype, finite
-            )
-        missing = [d for d in declared if d not in out]
-        if not missing:
-            return out
-        x = batch.x
-        if x is None:
-            raise EvaluationError(
-                f"no value for input '{missing[0]}': pass inputs={{'{missing[0]}': ...}} or give "
-                "the batch node features x"
-            )
-        xs = _node_values(x, n, "the node features x", batch.edge_index.device, dtype, finite)
-        if len(declared) == 1:
-            out[declared[0]] = xs  # every column a channel of the one input
-            return out
-        cols = 1 if xs.dim() == 1 else xs.shape[1]
-        if cols != len(declared):
-            raise GraphError(
-                f"the node features x have {cols} column(s) but the sentence declares "
-                f"{len(declared)} inputs ({', '.join(declared)}): column i feeds input i; pass "
-                "inputs={name: (N,) or (N, d)} to give each input its own channels",
-                "inputs",
-            )
-        for i, name in enumerate(declared):
-            if name not in out:
-                out[name] = xs if xs.dim() == 1 else xs[:, i]
-        return out
 
     def constant_stage_for(self, device: torch.device | str) -> str:
         """Which constant stage a batch on ``device`` gets: ``"torch"`` or ``"graphblas"``
@@ -483,14 +352,6 @@ class CompiledModule(nn.Module):
         runs = self.__dict__.setdefault("stage_runs", {})
         runs[where] = runs.get(where, 0) + 1
 
-    def _graph_constants(
-        self, ctx: _Context, where: str = "graphblas"
-    ) -> tuple[dict[int, Tensor], list[Any], dict[Any, Operator]]:
-        """The plan's graph constants on this batch (:func:`~compiler.constant_registers.
-        constant_registers`, on GraphBLAS or in torch: ``where``)."""
-        self._count_stage(where)  # (those on the way to a Mod checked as the dtype holds them)
-        return self._stage.mod_exactness.handed(self, ctx, constant_registers(self, ctx, where))
-
     def _run(self, data: Any, inputs: Mapping[str, Any] | None) -> tuple[list[Tensor], _Context]:
         ctx = self._context(data, inputs)
         regs = ctx.regs
@@ -499,12 +360,8 @@ class CompiledModule(nn.Module):
         given = ctx.batch.edge_weight
         if self.constants != "none" and not (given is not None and given.requires_grad):
             where = self.constant_stage_for(ctx.device)
-            # the memo's name, spelled once per setting (a dtype's or device's name costs µs)
-            parts = (self._constants_key, where, ctx.dtype, ctx.device, ctx.backend)
-            names: dict[Any, str] = self.__dict__.setdefault("_memo_keys", {})
-            key = names.get(parts) or names.setdefault(parts, ".".join(map(str, parts)))
-            constants, stats, ctx.prebuilt = ctx.batch.cached(
-                key, lambda: self._graph_constants(ctx, where), fingerprint=ctx.fingerprint
+            constants, stats, ctx.prebuilt = self._stages.load(
+                ctx, where, self._count_stage, lambda r: self._mod.handed(self, ctx, r)
             )
             stats = list(stats)
             regs.update(constants)
@@ -512,8 +369,8 @@ class CompiledModule(nn.Module):
         for k, op, step, args, frees in program:
             vals = [regs[a] for a in args]
             regs[k] = out = op(ctx, step, vals)
-            if k in self._stage.mod_exactness.steps:  # on the way to a Mod: no rounding
-                self._stage.mod_exactness.interpreted(self, ctx, k, out, vals)
+            if k in self._mod.steps:  # on the way to a Mod: no rounding
+                self._mod.interpreted(self, ctx, k, out, vals)
             stats[k] = (out.shape, out.nbytes)
             for a in frees:
                 regs.pop(a, None)
@@ -798,7 +655,15 @@ class CompiledModule(nn.Module):
         return out
 
 
+#: The autograd interpreter's kernels by op: ``kernel(module, ctx, step, args)``, its ``_op_*``
+#: methods (an op without one fails at import, not in a run).
+AUTOGRAD: dict[Op, Callable[[CompiledModule, _Context, Step, list[Tensor]], Tensor]] = {
+    op: getattr(CompiledModule, f"_op_{op}") for op in Op
+}
+
+
 __all__ = [
+    "AUTOGRAD",
     "CompiledModule",
     "PointwiseMLP",
     "RunStats",

@@ -19,7 +19,10 @@ occurs twice is computed once.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from fractions import Fraction
 from typing import Any
 
@@ -32,56 +35,182 @@ KINDS = (NODE, GRAPH, EDGE, MASK)
 _PREFIX = {NODE: "v", GRAPH: "g", EDGE: "e", MASK: "m"}
 
 
+class Op(str, Enum):
+    """The plan's ops. A ``str`` enum (not ``StrEnum``: Python 3.10 is supported): an op equals,
+    hashes and prints as its name, so plans built or pickled with plain strings still match."""
+
+    INPUT = "input"
+    ONES = "ones"
+    PARAM = "param"
+    CONST = "const"
+    EDGES = "edges"
+    IDENTITY = "identity"
+    EMPTY = "empty"
+    FULL = "full"
+    COMPOSE = "compose"
+    UNION = "union"
+    FLIP = "flip"
+    ADJACENCY = "adjacency"
+    EYE = "eye"
+    LOOKUP = "lookup"
+    TRANSPOSE = "transpose"
+    GATHER_ROW = "gather_row"
+    GATHER_COL = "gather_col"
+    BROADCAST_EDGE = "broadcast_edge"
+    SAMPLED = "sampled"
+    BROADCAST = "broadcast"
+    PROPAGATE = "propagate"
+    READOUT = "readout"
+    NONZERO = "nonzero"
+    ROW_SUM = "row_sum"
+    DIAGONAL = "diagonal"
+    AS_EDGE = "as_edge"
+    AS_NODE = "as_node"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    NEG = "neg"
+    APPLY = "apply"
+
+    __hash__ = str.__hash__  # a dict keyed by ops answers plain strings too
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+#: ``hops(args, step, plan, hops)``: a register's receptive field from its arguments' (``args``)
+#: and, where it needs them, every earlier register's (``hops``).
+Hops = Callable[[list[float], "Step", "Plan", list[float]], float]
+
+
+def _widest(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return max(args, default=0.0)  # I, ∅, 𝟏, a constant: 0; S ∪ T and pointwise: the larger
+
+
+def _one_hop(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return 1.0
+
+
+def _everywhere(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return math.inf
+
+
+def _first(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return args[0]
+
+
+def _summed(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return args[0] + args[1]  # S∘T; v_j on entry (i, j) of S: v's hops past S's
+
+
+def _propagate_hops(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return max(args[1], args[0] + args[2])  # (mask, edge value, node value): M h
+
+
+def _sampled_hops(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    first_mask = plan.steps[step.args[0]].mask
+    assert first_mask is not None
+    return max(args[0], hops[first_mask] + args[1])
+
+
+def _transpose_hops(args: list[float], step: Step, plan: Plan, hops: list[float]) -> float:
+    return args[0] + hops[step.args[1]]
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """An op: the kinds of its arguments (``"x"``: any value kind, all ``"x"`` arguments alike;
-    ``"*"``: any number more of them), the kind of its result (``"x"``: the same) and what it
-    computes."""
+    ``"*"``: any number more of them), the kind of its result (``"x"``: the same), what it
+    computes, and what the passes need to know of it:
+
+    * ``constant``: may be a graph constant (computed from the graph alone; only an input is
+      not) — the constant stages' domain;
+    * ``row_major``: a mask op whose entries come sorted row-major without repeats;
+    * ``cheap``: costs about as much as fingerprinting the graph (a plan of these alone is not
+      worth a per-graph cache);
+    * ``identity``: a step of the plan of ``I`` (the diagonal mask, 𝟏, ``diag(𝟏)`` on it);
+    * ``unit``: ``"always"`` — all ones on its mask when the batch has no edge weights;
+      ``"args"`` — when every argument is;
+    * ``hops``: its receptive field from its arguments' (:data:`Hops`).
+    """
 
     args: tuple[str, ...]
     result: str
     doc: str
+    constant: bool = True
+    row_major: bool = False
+    cheap: bool = False
+    identity: bool = False
+    unit: str = ""
+    hops: Hops = _widest
 
 
-OPS: dict[str, OpSpec] = {
+OPS: dict[Op, OpSpec] = {
     # leaves
-    "input": OpSpec((), NODE, "a declared node input h (attr name)"),
-    "ones": OpSpec((), NODE, "𝟏"),
-    "param": OpSpec((), GRAPH, "a trainable scalar (attr name), the same for every graph"),
-    "const": OpSpec((), GRAPH, "a fixed scalar (attr value)"),
+    Op.INPUT: OpSpec((), NODE, "a declared node input h (attr name)", constant=False),
+    Op.ONES: OpSpec((), NODE, "𝟏", cheap=True, identity=True),
+    Op.PARAM: OpSpec(
+        (), GRAPH, "a trainable scalar (attr name), the same for every graph", cheap=True
+    ),
+    Op.CONST: OpSpec((), GRAPH, "a fixed scalar (attr value)", cheap=True),
     # masks
-    "edges": OpSpec((), MASK, "E: the edges of each graph"),
-    "identity": OpSpec((), MASK, "I: the diagonal, entry k = (k, k)"),
-    "empty": OpSpec((), MASK, "∅"),
-    "full": OpSpec((), MASK, "J: all n² pairs of each graph (dense)"),
-    "compose": OpSpec((MASK, MASK), MASK, "S∘T = {(i,j): ∃k (i,k)∈S, (k,j)∈T}"),
-    "union": OpSpec((MASK, MASK), MASK, "S ∪ T"),
-    "flip": OpSpec((MASK,), MASK, "Sᵀ, entry k = (j_k, i_k) (aligned with S)"),
+    Op.EDGES: OpSpec(
+        (), MASK, "E: the edges of each graph", cheap=True, row_major=True, hops=_one_hop
+    ),
+    Op.IDENTITY: OpSpec(
+        (), MASK, "I: the diagonal, entry k = (k, k)", cheap=True, row_major=True, identity=True
+    ),
+    Op.EMPTY: OpSpec((), MASK, "∅", cheap=True, row_major=True),
+    Op.FULL: OpSpec(
+        (), MASK, "J: all n² pairs of each graph (dense)", row_major=True, hops=_everywhere
+    ),
+    Op.COMPOSE: OpSpec(
+        (MASK, MASK), MASK, "S∘T = {(i,j): ∃k (i,k)∈S, (k,j)∈T}", row_major=True, hops=_summed
+    ),
+    Op.UNION: OpSpec((MASK, MASK), MASK, "S ∪ T", row_major=True),
+    Op.FLIP: OpSpec((MASK,), MASK, "Sᵀ, entry k = (j_k, i_k) (aligned with S)", cheap=True),
     # matrices on a mask
-    "adjacency": OpSpec((MASK,), EDGE, "A on E (its edge weights, or 1)"),
-    "eye": OpSpec((MASK,), EDGE, "I on S: [i = j]"),
-    "lookup": OpSpec((EDGE, MASK), EDGE, "M on S, read from M on another mask (0 where absent)"),
-    "transpose": OpSpec((EDGE, MASK), EDGE, "(Mᵀ)|S = M|Sᵀ: the same numbers, relabelled"),
-    "gather_row": OpSpec((NODE, MASK), EDGE, "(v 𝟏ᵀ)|S: v_i"),
-    "gather_col": OpSpec((NODE, MASK), EDGE, "(𝟏 vᵀ)|S: v_j"),
-    "broadcast_edge": OpSpec((GRAPH, MASK), EDGE, "(s 𝟏𝟏ᵀ)|S: the graph's scalar"),
-    "sampled": OpSpec((EDGE, EDGE, MASK), EDGE, "(M N)|S = Σ_k M_ik N_kj, a sampled product"),
+    Op.ADJACENCY: OpSpec(
+        (MASK,), EDGE, "A on E (its edge weights, or 1)", cheap=True, unit="always", hops=_first
+    ),
+    Op.EYE: OpSpec((MASK,), EDGE, "I on S: [i = j]", cheap=True, hops=_first),
+    Op.LOOKUP: OpSpec((EDGE, MASK), EDGE, "M on S, read from M on another mask (0 where absent)"),
+    Op.TRANSPOSE: OpSpec(
+        (EDGE, MASK),
+        EDGE,
+        "(Mᵀ)|S = M|Sᵀ: the same numbers, relabelled",
+        cheap=True,
+        unit="args",
+        hops=_transpose_hops,
+    ),
+    Op.GATHER_ROW: OpSpec((NODE, MASK), EDGE, "(v 𝟏ᵀ)|S: v_i", cheap=True),
+    Op.GATHER_COL: OpSpec((NODE, MASK), EDGE, "(𝟏 vᵀ)|S: v_j", cheap=True, hops=_summed),
+    Op.BROADCAST_EDGE: OpSpec((GRAPH, MASK), EDGE, "(s 𝟏𝟏ᵀ)|S: the graph's scalar", cheap=True),
+    Op.SAMPLED: OpSpec(
+        (EDGE, EDGE, MASK), EDGE, "(M N)|S = Σ_k M_ik N_kj, a sampled product", hops=_sampled_hops
+    ),
     # node and graph values
-    "broadcast": OpSpec((GRAPH,), NODE, "s 𝟏: each node gets its graph's scalar"),
-    "propagate": OpSpec((MASK, EDGE, NODE), NODE, "M h (Mᵀ h with attr transpose): messages"),
-    "readout": OpSpec((NODE,), GRAPH, "𝟏ᵀ h per graph"),
-    "nonzero": OpSpec((GRAPH,), GRAPH, "s, checked ≠ 0 on every graph (a divisor)"),
-    "row_sum": OpSpec((EDGE,), NODE, "M 𝟏 = Σ_j M_ij"),
-    "diagonal": OpSpec((EDGE,), NODE, "diag(M) as a vector: M_ii"),
-    "as_edge": OpSpec((NODE, MASK), EDGE, "diag(v) on I (no copy)"),
-    "as_node": OpSpec((EDGE,), NODE, "M on I as the vector of its diagonal (no copy)"),
+    Op.BROADCAST: OpSpec((GRAPH,), NODE, "s 𝟏: each node gets its graph's scalar", cheap=True),
+    Op.PROPAGATE: OpSpec(
+        (MASK, EDGE, NODE), NODE, "M h (Mᵀ h with attr transpose): messages", hops=_propagate_hops
+    ),
+    Op.READOUT: OpSpec((NODE,), GRAPH, "𝟏ᵀ h per graph", hops=_everywhere),
+    Op.NONZERO: OpSpec((GRAPH,), GRAPH, "s, checked ≠ 0 on every graph (a divisor)"),
+    Op.ROW_SUM: OpSpec((EDGE,), NODE, "M 𝟏 = Σ_j M_ij"),
+    Op.DIAGONAL: OpSpec((EDGE,), NODE, "diag(M) as a vector: M_ii"),
+    Op.AS_EDGE: OpSpec((NODE, MASK), EDGE, "diag(v) on I (no copy)", cheap=True, identity=True),
+    Op.AS_NODE: OpSpec((EDGE,), NODE, "M on I as the vector of its diagonal (no copy)", cheap=True),
     # pointwise, on any kind (edge values on the same mask)
-    "add": OpSpec(("x", "x"), "x", "x + y"),
-    "sub": OpSpec(("x", "x"), "x", "x - y"),
-    "mul": OpSpec(("x", "x"), "x", "x ⊙ y"),
-    "div": OpSpec(("x", "x"), "x", "x / y (y comes from a nonzero step)"),
-    "neg": OpSpec(("x",), "x", "-x"),
-    "apply": OpSpec(("x", "*"), "x", "f(x, …) entrywise (attr fn: index into plan.functions)"),
+    Op.ADD: OpSpec(("x", "x"), "x", "x + y"),
+    Op.SUB: OpSpec(("x", "x"), "x", "x - y"),
+    Op.MUL: OpSpec(("x", "x"), "x", "x ⊙ y", unit="args"),
+    Op.DIV: OpSpec(("x", "x"), "x", "x / y (y comes from a nonzero step)"),
+    Op.NEG: OpSpec(("x",), "x", "-x", cheap=True),
+    Op.APPLY: OpSpec(("x", "*"), "x", "f(x, …) entrywise (attr fn: index into plan.functions)"),
 }
 
 
@@ -89,7 +218,7 @@ OPS: dict[str, OpSpec] = {
 class Step:
     """One op applied to earlier registers. ``mask`` is the mask register of an edge value."""
 
-    op: str
+    op: Op  # (a plain str in plans built by hand or pickled before: equal, hashed alike)
     args: tuple[int, ...] = ()
     kind: str = NODE
     mask: int | None = None
@@ -226,12 +355,13 @@ class PlanBuilder:
 
     def emit(
         self,
-        op: str,
+        op: Op | str,
         *args: int,
         mask: int | None = None,
         note: str = "",
         **attrs: Any,
     ) -> int:
+        op = Op(op)
         spec = OPS[op]
         if spec.result == "x":
             kind = self.steps[args[0]].kind
@@ -428,6 +558,7 @@ __all__ = [
     "EDGE",
     "MASK",
     "OPS",
+    "Op",
     "OpSpec",
     "Step",
     "ParamSpec",

@@ -14,17 +14,19 @@ GraphBLAS on the CPU).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from matlang.compiler.constants import ConstantStage
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Step
-from matlang.errors import EvaluationError, MatlangError
+from matlang.compiler.interpret import SHARED, Kernel, PlanStage, Run, graph_of, scalar, size_of
+from matlang.compiler.plan import Op, Step
+from matlang.errors import EvaluationError
 from matlang.functions import numeric
+from matlang.runtime.kernels import Kernels
 from matlang.runtime.torch_kernels import (
     TorchKernels,
     TorchMask,
@@ -82,9 +84,78 @@ def torch_graphs_of(batch: Any, edges: Tensor, weight: Tensor | None) -> TorchGr
     )
 
 
-class TorchConstantStage(ConstantStage):
-    """A plan's graph constants in torch (see the module docstring); ``exact=True`` is refused
-    (exact rationals are GraphBLAS's)."""
+def _torch_number(value: Fraction, gr: TorchGraphs) -> Tensor:
+    """A scalar on every graph (:func:`~compiler.interpret.scalar`): int64 when whole, float64
+    otherwise."""
+    x = scalar(value, False)
+    assert not isinstance(x, Fraction)
+    dtype = torch.int64 if isinstance(x, int) else torch.float64
+    return torch.full((gr.g,), x, dtype=dtype, device=gr.device)
+
+
+def _param(run: Run, k: int, st: Step, a: list[Any]) -> Tensor:
+    value = next(p.value for p in run.stage.plan.params if p.name == st.attr("name"))
+    return _torch_number(value, run.graphs)
+
+
+def _nonzero(run: Run, k: int, st: Step, a: list[Any]) -> Tensor:
+    gr: TorchGraphs = run.graphs
+    zero = a[0] == 0
+    if run.stage.nonfinite == "error" and bool(zero.any()):
+        g = int(torch.nonzero(zero.expand(gr.g) if is_iso(a[0]) else zero)[0, 0])
+        raise EvaluationError(
+            f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
+        )
+    return a[0]  # type: ignore[no-any-return]
+
+
+def _diagonal_values(run: Run, k: int, st: Step, a: list[Any]) -> Tensor:
+    return a[0].expand(run.graphs.n).to(run.graphs.device) if is_iso(a[0]) else a[0]
+
+
+def _apply(run: Run, k: int, st: Step, a: list[Any]) -> Tensor:
+    stage = run.stage
+    assert isinstance(stage, TorchConstantStage)
+    return stage._torch_apply(run.graphs, run.regs, st, a)
+
+
+#: The torch stage's kernels (tensors on the batch's device, :class:`TorchMask`).
+TORCH: dict[Op, Kernel] = {
+    **SHARED,
+    Op.EDGES: lambda run, k, st, a: TorchMask.from_sorted_coo(
+        run.graphs.n, run.graphs.rows, run.graphs.cols
+    ),
+    Op.IDENTITY: lambda run, k, st, a: TorchMask.identity(run.graphs.n, run.graphs.device),
+    Op.EMPTY: lambda run, k, st, a: TorchMask.empty(run.graphs.n, run.graphs.device),
+    Op.FULL: lambda run, k, st, a: TorchMask.full(run.graphs.ptr, run.graphs.node_graph),
+    Op.ONES: lambda run, k, st, a: iso(1),
+    Op.CONST: lambda run, k, st, a: _torch_number(st.attr("value"), run.graphs),
+    Op.PARAM: _param,
+    Op.ADJACENCY: lambda run, k, st, a: iso(1) if run.graphs.weight is None else run.graphs.weight,
+    Op.GATHER_ROW: lambda run, k, st, a: a[0] if is_iso(a[0]) else a[0].index_select(0, a[1].rows),
+    Op.GATHER_COL: lambda run, k, st, a: a[0] if is_iso(a[0]) else a[0].index_select(0, a[1].cols),
+    Op.BROADCAST_EDGE: lambda run, k, st, a: a[0].index_select(
+        0, run.graphs.node_graph.index_select(0, a[1].rows)
+    ),
+    Op.SAMPLED: lambda run, k, st, a: run.kern.sampled(
+        run.mask_of(st.args[0]), a[0], run.mask_of(st.args[1]), a[1], a[2]
+    ),
+    Op.BROADCAST: lambda run, k, st, a: a[0].index_select(0, run.graphs.node_graph),
+    Op.AS_EDGE: _diagonal_values,
+    Op.AS_NODE: _diagonal_values,
+    Op.NEG: lambda run, k, st, a: torch.neg(a[0]),
+    Op.NONZERO: _nonzero,
+    Op.APPLY: _apply,
+}
+
+
+class TorchConstantStage(PlanStage):
+    """A plan's graph constants in torch (see the module docstring): the loop of
+    :class:`~compiler.interpret.PlanStage` with the table :data:`TORCH`; ``exact=True`` is
+    refused (exact rationals are GraphBLAS's)."""
+
+    table = TORCH
+    name = "torch constant stage"
 
     def __init__(self, plan: Any, **options: Any) -> None:
         if options.get("exact"):
@@ -92,105 +163,8 @@ class TorchConstantStage(ConstantStage):
         super().__init__(plan, **options)
         self._torch_functions: dict[int, Callable[..., Any]] = {}
 
-    def operator(  # type: ignore[override]
-        self, graphs: TorchGraphs, regs: Mapping[int, Any], mask: int, values: int,
-        transpose: bool,
-    ) -> tuple[Tensor, Tensor, Tensor, bool]:
-        """The CSR tensors of the matrix ``values`` on ``mask`` (transposed) and whether it is
-        symmetric."""
-        kern = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
-        m, v = regs[mask], regs[values]
-        known = (
-            graphs.symmetric
-            and self.plan.steps[mask].op == "edges"
-            and (is_iso(v) or v is graphs.weight)
-        )
-        return kern.csr(m, v, transpose, symmetric=True if known else None)
-
-    def run(  # type: ignore[override]
-        self, graphs: TorchGraphs, *, per_graph: bool = False
-    ) -> tuple[dict[int, Any], dict[int, Any]]:
-        """Every exported register (masks as :class:`~runtime.torch_kernels.TorchMask`, values
-        as tensors, 0-d where the same on every entry) and the entries of every register."""
-        if per_graph:
-            raise MatlangError("the torch constant stage keeps no per-graph counts")
-        kern = TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
-        regs: dict[int, Any] = {}
-        sizes: dict[int, Any] = {}
-        ranges: dict[int, tuple[float, float]] = {}  # of the steps on the way to a Mod
-        for k, st in enumerate(self.plan.steps):
-            if not self.const[k]:
-                continue
-            regs[k] = v = self._torch_step(kern, graphs, k, st, regs)
-            if k in self.mod_exactness.steps:  # on the way to a Mod: no rounding
-                self.mod_exactness.check(
-                    k, v, [regs[a] for a in st.args], regs, dtype="float64",
-                    graph=lambda i, st=st: graphs.label(_graph_of(regs, st, graphs, i)),
-                    graph_size=lambda: int((graphs.ptr[1:] - graphs.ptr[:-1]).max()),
-                    advice="evaluate the sentence exactly (matlang.evaluate)", ranges=ranges,
-                )
-            if isinstance(v, TorchMask):
-                sizes[k] = v.nnz
-            elif st.kind == MASK:  # pragma: no cover - mask steps give masks
-                sizes[k] = 0
-            else:
-                sizes[k] = _size(regs, st, graphs)
-            for r in self._frees[k]:
-                regs.pop(r, None)
-        return {k: regs[k] for k in self.exports if k in regs}, sizes
-
-    def _torch_step(
-        self, kern: TorchKernels, gr: TorchGraphs, k: int, st: Step, regs: dict[int, Any]
-    ) -> Any:
-        op, a = st.op, [regs[x] for x in st.args]
-        shared = self._kernel_op(kern, st, a, regs)
-        if shared is not NotImplemented:
-            self._check_underflow(st, a, shared, lambda i: gr.label(_graph_of(regs, st, gr, i)))
-            return shared
-        n, dev = gr.n, gr.device
-        if op == "edges":
-            return TorchMask.from_sorted_coo(n, gr.rows, gr.cols)
-        if op == "identity":
-            return TorchMask.identity(n, dev)
-        if op == "empty":
-            return TorchMask.empty(n, dev)
-        if op == "full":
-            return TorchMask.full(gr.ptr, gr.node_graph)
-        if op == "ones":
-            return iso(1)
-        if op == "const":
-            return _number(st.attr("value"), gr)
-        if op == "param":
-            value = next(p.value for p in self.plan.params if p.name == st.attr("name"))
-            return _number(value, gr)
-        if op == "adjacency":
-            return iso(1) if gr.weight is None else gr.weight
-        if op == "gather_row":
-            return a[0] if is_iso(a[0]) else a[0].index_select(0, a[1].rows)
-        if op == "gather_col":
-            return a[0] if is_iso(a[0]) else a[0].index_select(0, a[1].cols)
-        if op == "broadcast_edge":
-            return a[0].index_select(0, gr.node_graph.index_select(0, a[1].rows))
-        if op == "sampled":
-            ma, mb = self._mask(regs, st.args[0]), self._mask(regs, st.args[1])
-            return kern.sampled(ma, a[0], mb, a[1], a[2])
-        if op == "broadcast":
-            return a[0].index_select(0, gr.node_graph)
-        if op in ("as_edge", "as_node"):
-            return a[0].expand(n).to(dev) if is_iso(a[0]) else a[0]
-        if op == "neg":
-            return torch.neg(a[0])
-        if op == "nonzero":
-            zero = a[0] == 0
-            if self.nonfinite == "error" and bool(zero.any()):
-                g = int(torch.nonzero(zero.expand(gr.g) if is_iso(a[0]) else zero)[0, 0])
-                raise EvaluationError(
-                    f"division by zero on graph {gr.label(g)}: the divisor {st.attr('what')} is 0"
-                )
-            return a[0]
-        if op == "apply":
-            return self._torch_apply(gr, regs, st, a)
-        raise MatlangError(f"no graph-constant kernel for plan op {op!r}")  # pragma: no cover
+    def kernels(self, graphs: TorchGraphs) -> Kernels[Tensor, TorchMask]:
+        return TorchKernels(graphs.n, graphs.ptr, graphs.node_graph)
 
     def _torch_apply(self, gr: TorchGraphs, regs: dict[int, Any], st: Step, a: list[Any]) -> Any:
         fn_index = st.attr("fn")
@@ -198,13 +172,13 @@ class TorchConstantStage(ConstantStage):
         if fn is None:
             f = self.plan.functions[fn_index]
             fn = self._torch_functions[fn_index] = numeric(f.formula, f.symbols, "torch")
-        size = _size(regs, st, gr)
+        size = size_of(st, regs, gr)
         exact = _exact_mod(self, fn_index, a, size)
         if exact is not None:  # integers past 2⁵³ under a Mod: the remainder on the host
             return exact.to(gr.device)
         args = [as_float(x.to(gr.device)).expand(size) for x in a]
         # floats past 2⁵³ refused (integers went exact above, as on GraphBLAS)
-        self.check_mod(st, args, lambda at: gr.label(_graph_of(regs, st, gr, at)))
+        self.check_mod(st, args, lambda at: gr.label(graph_of(regs, st, gr, at)))
         out = fn(*args)
         if not isinstance(out, Tensor):
             out = torch.full((size,), float(out), dtype=torch.float64, device=gr.device)
@@ -216,7 +190,7 @@ class TorchConstantStage(ConstantStage):
                 name = self.plan.functions[fn_index].name
                 raise EvaluationError(
                     f"{name}(...) in {st.note or 'the sentence'} is {float(out[i])} on graph "
-                    f"{gr.label(_graph_of(regs, st, gr, i))} (compile with nonfinite='keep' "
+                    f"{gr.label(graph_of(regs, st, gr, i))} (compile with nonfinite='keep' "
                     "to keep inf/nan)"
                 )
         return out
@@ -258,34 +232,10 @@ def _exact_mod(stage: Any, fn: int, a: list[Tensor], size: int) -> Tensor | None
     from matlang.compiler.constants import _shrink_exact
 
     host = [np.broadcast_to(x.cpu().numpy(), (size,)).astype(object) for x in a]
-    out = np.asarray(stage._function(fn, True)(*host), dtype=object)
+    f = stage.plan.functions[fn]
+    out = np.asarray(numeric(f.formula, f.symbols, "exact")(*host), dtype=object)
     out = _shrink_exact(np.broadcast_to(out, (size,)).copy())
     return torch.from_numpy(out if out.dtype != object else out.astype(np.float64))
-
-
-def _size(regs: dict[int, Any], st: Step, gr: TorchGraphs) -> int:
-    if st.kind == GRAPH:
-        return gr.g
-    if st.kind == NODE:
-        return gr.n
-    assert st.kind == EDGE and st.mask is not None
-    return int(regs[st.mask].nnz)
-
-
-def _graph_of(regs: dict[int, Any], st: Step, gr: TorchGraphs, i: int) -> int:
-    if st.kind == GRAPH:
-        return i
-    if st.kind == NODE:
-        return int(gr.node_graph[i])
-    assert st.mask is not None
-    return int(gr.node_graph[regs[st.mask].rows[i]])
-
-
-def _number(value: Any, gr: TorchGraphs) -> Tensor:
-    """A scalar on every graph: int64 when whole, float64 otherwise."""
-    if value.denominator == 1 and abs(value) < 2**62:
-        return torch.full((gr.g,), int(value), dtype=torch.int64, device=gr.device)
-    return torch.full((gr.g,), float(value), dtype=torch.float64, device=gr.device)
 
 
 def to_module_tensor(value: Any, size: int, dtype: torch.dtype, device: Any) -> Tensor:

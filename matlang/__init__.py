@@ -163,8 +163,8 @@ def count(
     """Exact counts of the subgraphs of each graph isomorphic to a small connected pattern (a
     built-in name, an edge list, graph6 or a graph; at most 8 nodes): ``per="graph"`` one int
     per graph, ``"node"`` / ``"edge"`` the copies through each node / each edge_index entry (see
-    :func:`matlang.subgraph_counts.count`). Sparse: no n × n table is formed."""
-    from matlang.subgraph_counts import count as _count
+    :func:`matlang.runtime.subgraph_counts.count`). Sparse: no n × n table is formed."""
+    from matlang.runtime.subgraph_counts import count as _count
 
     return _count(pattern, graphs, per=per, induced=induced)
 

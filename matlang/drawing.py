@@ -129,7 +129,7 @@ def _node_values(expr: ast.Expr | None, graph: Any) -> list[Any] | None:
         return None
     import numpy as np
 
-    from matlang import evaluate
+    from matlang.evaluator import evaluate
 
     try:
         v = evaluate(expr, graph)
@@ -201,7 +201,7 @@ def panels(
         if values is not None:
             value = values[i]
         elif expr is not None:
-            from matlang import evaluate
+            from matlang.evaluator import evaluate
 
             value = _scalar_value(evaluate(expr, g))
         else:

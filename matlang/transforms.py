@@ -18,11 +18,11 @@ from matlang import _front_door
 
 _LAZY = {
     "SentenceFeatures": "matlang.compiler.layers.transforms",
-    "PatternCounts": "matlang.pattern_features",
+    "PatternCounts": "matlang.runtime.pattern_features",
 }
 
 if TYPE_CHECKING:
     from matlang.compiler.layers.transforms import SentenceFeatures as SentenceFeatures
-    from matlang.pattern_features import PatternCounts as PatternCounts
+    from matlang.runtime.pattern_features import PatternCounts as PatternCounts
 
 _front_door(__name__, _LAZY, globals())

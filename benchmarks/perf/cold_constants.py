@@ -118,7 +118,7 @@ def _unfused(sentence: str) -> Any:
     import matlang
     from matlang.compiler import constants
 
-    with mock.patch.object(constants, "_triangle_readouts", lambda *a: {}):
+    with mock.patch.object(constants.ConstantStage, "fusions", ()):
         return matlang.compile(sentence, cache=False)
 
 

@@ -101,7 +101,12 @@ def _timed(f: Any) -> tuple[float, Any]:
 
 
 def node_rows(n: int, names: list[str]) -> list[dict[str, Any]]:
-    from matlang.subgraph_counts import count_arrays, method, read_count_pattern, read_graphs
+    from matlang.runtime.subgraph_counts import (
+        count_arrays,
+        method,
+        read_count_pattern,
+        read_graphs,
+    )
 
     a = er(n, 10)
     rows = []

@@ -27,7 +27,7 @@ from matlang import ast
 from matlang.analysis import classify
 from matlang.compiler.cost import symbolic_flops
 from matlang.compiler.lower import lower
-from matlang.compiler.plan import EDGE, MASK, NODE, Plan
+from matlang.compiler.plan import EDGE, NODE, OPS, Plan
 from matlang.errors import CompileError, MatlangError
 from matlang.parser import as_program, parse_program
 
@@ -117,36 +117,11 @@ def _split(
 
 def _hops(plan: Plan) -> list[float]:
     """Receptive field of every register: hops of a mask; for a value, how far from its node
-    (or from the row of its entry) the information it reads can come from."""
+    (or from the row of its entry) the information it reads can come from (each op's
+    :attr:`~compiler.plan.OpSpec.hops`)."""
     r: list[float] = []
     for s in plan.steps:
-        a = [r[k] for k in s.args]
-        if s.kind == MASK:
-            if s.op == "edges":
-                v = 1.0
-            elif s.op == "full":
-                v = math.inf
-            elif s.op == "compose":
-                v = a[0] + a[1]
-            else:  # identity, empty: 0; union: the larger; flip: the same
-                v = max(a, default=0.0)
-        elif s.op in ("readout", "param", "const"):
-            v = math.inf if s.op == "readout" else 0.0
-        elif s.op == "propagate":  # (mask, edge value, node value): M h
-            v = max(a[1], a[0] + a[2])
-        elif s.op == "gather_col":  # (node value, mask): v_j on entry (i, j)
-            v = a[1] + a[0]
-        elif s.op == "sampled":
-            first_mask = plan.steps[s.args[0]].mask
-            assert first_mask is not None
-            v = max(a[0], r[first_mask] + a[1])
-        elif s.op == "adjacency" or s.op == "eye":
-            v = a[0]
-        elif s.op == "transpose":
-            v = a[0] + r[s.args[1]]
-        else:
-            v = max(a, default=0.0)
-        r.append(v)
+        r.append(OPS[s.op].hops([r[k] for k in s.args], s, plan, r))
     return r
 
 

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr
+from matlang.compiler.plan import OPS
 from matlang.runtime.batch import Batch
 from matlang.runtime.sparse import csr_matrix
 
@@ -96,8 +97,8 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     return rowptr, cols, vals
 
 
-#: The plan of ``I`` (a support: on the diagonal mask).
-IDENTITY_OPS = ["identity", "ones", "as_edge"]
+#: The ops of the plan of ``I`` (a support: on the diagonal mask), each once.
+IDENTITY_OPS = sorted(op for op, spec in OPS.items() if spec.identity)
 
 
 def plain_kind(plan: Any) -> str | None:
@@ -106,7 +107,7 @@ def plain_kind(plan: Any) -> str | None:
     ops = [st.op for st in plan.steps]
     if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
         return None
-    return "A" if ops == ["edges", "adjacency"] else "I" if ops == IDENTITY_OPS else None
+    return "A" if ops == ["edges", "adjacency"] else "I" if sorted(ops) == IDENTITY_OPS else None
 
 
 def plain_csr(kind: str, edges: Tensor, n: int) -> Csr:

@@ -31,6 +31,7 @@ from matlang.cli import (
     serve,
     wl,
 )
+from matlang.cli.common import error_json
 from matlang.errors import MatlangError
 
 #: The subcommands, in the order ``matlang --help`` lists them. Each module adds its parser in
@@ -109,19 +110,6 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any
         if sub is None or name not in sub.choices:
             return parser
         parser = sub.choices[name]
-
-
-def error_json(e: MatlangError) -> dict[str, object]:
-    """An error as JSON: its kind, message, ``line:col`` and hint when it has them, and the
-    text the command line prints."""
-    span = getattr(e, "span", None)
-    return {
-        "kind": getattr(e, "kind", type(e).__name__),
-        "message": getattr(e, "message", str(e)),
-        "at": f"{span.line}:{span.col}" if span is not None else None,
-        "hint": getattr(e, "hint", None),
-        "text": str(e),
-    }
 
 
 if __name__ == "__main__":

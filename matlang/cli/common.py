@@ -139,3 +139,16 @@ def _has_text(program: Any) -> bool:
     ``input``)."""
     lines = (program.text or "").splitlines()
     return any(ln.split("#", 1)[0].strip() for ln in lines)
+
+
+def error_json(e: MatlangError) -> dict[str, object]:
+    """An error as JSON: its kind, message, ``line:col`` and hint when it has them, and the
+    text the command line prints."""
+    span = getattr(e, "span", None)
+    return {
+        "kind": getattr(e, "kind", type(e).__name__),
+        "message": getattr(e, "message", str(e)),
+        "at": f"{span.line}:{span.col}" if span is not None else None,
+        "hint": getattr(e, "hint", None),
+        "text": str(e),
+    }

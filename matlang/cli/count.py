@@ -81,7 +81,7 @@ class EdgeFile:
 
 
 def run_count(args: argparse.Namespace) -> int:
-    from matlang.subgraph_counts import count_arrays, read_count_pattern, read_graphs, split
+    from matlang.runtime.subgraph_counts import count_arrays, read_count_pattern, read_graphs, split
 
     p, name = read_count_pattern(args.pattern)
     sources: list[tuple[Any, str]] = [(EdgeFile(f), f) for f in args.edges]

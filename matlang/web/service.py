@@ -40,7 +40,7 @@ def _error(kind: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 def _matlang_error(e: MatlangError) -> dict[str, Any]:
-    from matlang.cli import error_json
+    from matlang.cli.common import error_json
 
     return {"ok": False, "error": error_json(e)}
 
@@ -142,7 +142,8 @@ def sentence(payload: Any) -> tuple[int, dict[str, Any]]:
         if not text.strip():
             raise _Bad("type a sentence, e.g. tr(A^3) / 6")
         graphs = _graphs(payload)
-        from matlang import classify, evaluate
+        from matlang.analysis import classify
+        from matlang.evaluator import evaluate
         from matlang.parser import as_expr
         from matlang.printer import to_latex, to_text
 

@@ -145,7 +145,7 @@ def test_sparse_evaluator_refuses_rounded_floats() -> None:
 
 def test_nothing_is_checked_without_mod() -> None:
     module = matlang.compile("let f(x) = x*x; onesᵀ f(A^11 ones - 28 A^10 ones)")
-    assert module._stage.mod_exactness.steps == frozenset()
+    assert module._mod.steps == frozenset()
     plan = matlang.compile(SENTENCE).plan
     assert mod_feeders(plan) and mod_feeders(plan, trainable_functions=True) == frozenset()
     assert describe(plan, 13) == "v13 = A¹¹ 𝟏"

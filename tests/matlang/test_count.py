@@ -73,7 +73,7 @@ def edge_order(g):
 
 def both(edges, g, per, induced=False):
     """The counts by the spasm and by listing, checked equal."""
-    from matlang.subgraph_counts import count_arrays, read_count_pattern, read_graphs, split
+    from matlang.runtime.subgraph_counts import count_arrays, read_count_pattern, read_graphs, split
 
     p, _ = read_count_pattern(edges)
     gs = read_graphs(g)
@@ -199,7 +199,7 @@ def test_refusals():
         matlang.count("0-1 2-3", "petersen")
     with pytest.raises(PatternError, match="per must be"):
         matlang.count("C4", "petersen", per="pair")
-    from matlang.subgraph_counts import count_arrays, read_graphs
+    from matlang.runtime.subgraph_counts import count_arrays, read_graphs
 
     with pytest.raises(PatternError, match="per edge"):
         count_arrays(

@@ -73,7 +73,7 @@ def test_hom_basis_combines_to_the_counts():
     from fractions import Fraction
 
     from matlang.patterns import read_pattern
-    from matlang.subgraph_counts import terms
+    from matlang.runtime.subgraph_counts import terms
     from matlang.transforms import PatternCounts
 
     d = datas(1, 10, 0.5)[0]

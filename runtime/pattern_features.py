@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from matlang.errors import GraphError, MatlangError
-from matlang.subgraph_counts import (
+from matlang.runtime.subgraph_counts import (
     PER,
     Term,
     count_arrays,
@@ -93,7 +93,7 @@ class PatternCounts:
                 names.append(f"{'induced ' if induced else ''}{name}")
         else:
             from matlang.patterns import graph6
-            from matlang.subgraph_counts import _canonical_rooted
+            from matlang.runtime.subgraph_counts import _canonical_rooted
 
             seen: set[Any] = set()
             for p, name in self.patterns:
