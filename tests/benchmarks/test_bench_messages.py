@@ -29,7 +29,10 @@ def test_iso_refusal_offers_only_what_iso_has(
            "--out", str(tmp_path)]  # fmt: skip
     assert main(iso) == 0
     capsys.readouterr()
-    assert main(iso) == 1  # the file exists: refused, and iso has no --append
+    assert main(iso) == 0  # the same run again: the file holds it, nothing to do
+    assert "already holds this run" in capsys.readouterr().err
+    other = [*iso[:6], "--seeds", "2", *iso[8:]]
+    assert main(other) == 1  # other seeds: refused, and iso has no --append
     err = capsys.readouterr().err
     assert "never replaced without --force" in err and "--out DIR writes elsewhere" in err
     assert "--append" not in err
