@@ -18,7 +18,7 @@ from torch import Tensor
 from matlang.errors import EvaluationError, GraphError
 from matlang.runtime import sparse
 from matlang.runtime.batch import Batch, as_batch
-from matlang.runtime.inputs import channels_of
+from matlang.runtime.layer_inputs import channels_of
 from matlang.runtime.masks import prepared_edges
 
 
