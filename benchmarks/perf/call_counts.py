@@ -4,7 +4,10 @@ first forward on a new PyG batch of 32 small graphs; with wall times, the ``lowe
 how many of the project's ``nn.Module`` s and stages stay alive after six layers are used,
 deleted and collected. Imports and torch are warmed up first; one thread.
 
-usage: python -m benchmarks.perf.call_counts [--json benchmarks/perf-call-counts.json]
+Also the walk of each moment as the architecture review counts it: the project files that run
+and the file changes (consecutive project calls in different files).
+
+usage: python -m benchmarks.perf.call_counts [--json results/perf/call-counts.json]
 """
 
 from __future__ import annotations
@@ -29,14 +32,23 @@ PROJECT = tuple(str(ROOT / d) + os.sep for d in ("matlang", "compiler", "runtime
 SENTENCES = ["I", "A", "A ⊙ A²", "input h; relu(A h) ⊙ (A² h)"]
 
 
+#: the files the last :func:`counted` call ran through, in order, consecutive repeats merged
+WALK: list[str] = []
+
+
 def counted(fn: Callable[[], Any]) -> tuple[Any, int, float]:
-    """``fn()``, the number of Python calls into the project it made, and its wall time."""
+    """``fn()``, the number of Python calls into the project it made, and its wall time (the
+    files it ran through in :data:`WALK`)."""
     calls = 0
+    WALK.clear()
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         nonlocal calls
         if event == "call" and frame.f_code.co_filename.startswith(PROJECT):
             calls += 1
+            f = frame.f_code.co_filename
+            if not WALK or WALK[-1] != f:
+                WALK.append(f)
 
     t = time.perf_counter()
     sys.setprofile(profile)
@@ -45,6 +57,11 @@ def counted(fn: Callable[[], Any]) -> tuple[Any, int, float]:
     finally:
         sys.setprofile(None)
     return out, calls, time.perf_counter() - t
+
+
+def walk() -> dict[str, int]:
+    """The last :func:`counted` call's files run and file changes."""
+    return {"files": len(set(WALK)), "file_changes": len(WALK)}
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -112,18 +129,18 @@ def main() -> None:
     try:
         row: dict[str, Any] = {"sentences": SENTENCES}
         conv, calls, t = counted(lambda: SentenceConv(8, 16, SENTENCES))
-        row["construction"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
+        row["construction"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0], **walk()}
         _, calls, t = counted(lambda: repr(conv))
-        row["repr"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
+        row["repr"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0], **walk()}
 
         b = pyg_batch(32, 10, seed=0)
         _, calls, t = counted(lambda: conv(b.x, b.edge_index, b.batch))
-        row["first_forward"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0]}
+        row["first_forward"] = {"calls": calls, "ms": t * 1e3, "lower": lowered[0], **walk()}
         b2 = pyg_batch(32, 10, seed=0)  # the same graphs in new tensors
         _, calls, t = counted(lambda: conv(b2.x, b2.edge_index, b2.batch))
-        row["forward_seen_graphs"] = {"calls": calls, "ms": t * 1e3}
+        row["forward_seen_graphs"] = {"calls": calls, "ms": t * 1e3, **walk()}
         _, calls, t = counted(lambda: conv(b2.x, b2.edge_index, b2.batch))
-        row["forward_same_batch"] = {"calls": calls, "ms": t * 1e3}
+        row["forward_same_batch"] = {"calls": calls, "ms": t * 1e3, **walk()}
     finally:
         for m in patched:
             m.lower = real_lower  # type: ignore[attr-defined]
@@ -142,12 +159,22 @@ def main() -> None:
     row["alive_after_del"] = project_objects() - before
     for k in ("construction", "repr", "first_forward", "forward_seen_graphs"):
         r = row[k]
-        print(f"{k:>20}: {r['calls']:6d} calls, {r['ms']:8.1f} ms, lower {r.get('lower', '-')}")
+        print(
+            f"{k:>20}: {r['calls']:6d} calls, {r['files']:3d} files, {r['file_changes']:5d} "
+            f"file changes, {r['ms']:8.1f} ms, lower {r.get('lower', '-')}"
+        )
     r = row["repr_unprofiled"]
     print(f"{'repr unprofiled':>20}: {r['ms']:.1f} ms wall, {r['cpu_ms']:.1f} ms CPU")
     print(f"{'alive_after_del':>20}: {row['alive_after_del']} project modules/stages")
+    from benchmarks.records import git_state, versions
+
+    row["provenance"] = {"git": git_state(), "versions": versions(), "threads": 1}
     if args.json:
-        Path(args.json).write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
+        out = Path(args.json)
+        if out.exists():
+            raise SystemExit(f"{out} exists; never replaced: --json NEW.json writes elsewhere")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ and checks that no answer is a 5xx and none hangs (a client gives up after ``--h
 Writes p50/p95/max latency overall and per kind, the status counts and the recycled workers
 to a JSON file::
 
-    python benchmarks/perf/playground_load.py --out benchmarks/perf/playground-load.json
+    python benchmarks/perf/playground_load.py --out results/perf/playground-load.json
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def main() -> int:
     ap.add_argument("--hang", type=float, default=120.0, help="a client gives up after this")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--out", default="benchmarks/perf/playground-load.json")
+    ap.add_argument("--out", default="results/perf/playground-load.json")
     args = ap.parse_args()
 
     port = args.port
