@@ -152,3 +152,46 @@ def error_json(e: MatlangError) -> dict[str, object]:
         "hint": getattr(e, "hint", None),
         "text": str(e),
     }
+
+
+def read_edge_pairs(path: str, *, one_pair: bool = False) -> Any:
+    """An edge-list file (text: ``u v`` a line; or ``.npy``) as a ``(2, E)`` int64 array in
+    file order, or a :class:`GraphError` naming the file and the first bad line. ``one_pair``:
+    a file of a single edge (read as a 1-D array) is that edge."""
+    import numpy as np
+
+    try:
+        raw = np.load(path) if path.endswith(".npy") else np.loadtxt(path, dtype=np.int64)
+    except (OSError, ValueError) as err:
+        where = _first_bad_line(path) if isinstance(err, ValueError) else None
+        raise GraphError(f"cannot read the edge list {path}: {where or err}", path) from None
+    ei = np.asarray(raw, dtype=np.int64)
+    if one_pair and ei.ndim == 1 and ei.size == 2:
+        ei = ei.reshape(1, 2)
+    if ei.ndim == 2 and ei.shape[1] == 2 and ei.shape[0] != 2:
+        ei = ei.T
+    if ei.size == 0:
+        ei = ei.reshape(2, 0)
+    if ei.ndim != 2 or ei.shape[0] != 2:
+        raise GraphError(f"an edge list must hold (u, v) pairs, got shape {raw.shape}", path)
+    return ei
+
+
+def _first_bad_line(path: str) -> str | None:
+    """Where a text edge list is not two whole numbers a line (numpy's own message counts
+    rows from 0 and columns from 1): ``line 2: 'x' is not a node id``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for k, line in enumerate(lines, 1):
+        fields = line.split("#")[0].split()
+        if not fields:
+            continue
+        bad = next((f for f in fields if not f.lstrip("-").isdigit()), None)
+        if bad is not None:
+            return f"line {k}: {bad!r} is not a node id (a line holds two whole numbers, u v)"
+        if len(fields) != 2:
+            return f"line {k} holds {len(fields)} numbers, not an edge u v"
+    return None

@@ -53,24 +53,10 @@ class EdgeFile:
     def __init__(self, path: str) -> None:
         import numpy as np
 
-        from matlang.cli.eval import _first_bad_line
-        from matlang.errors import GraphError
+        from matlang.cli.common import read_edge_pairs
         from matlang.inputs import check_edge_index
 
-        try:
-            raw = np.load(path) if path.endswith(".npy") else np.loadtxt(path, dtype=np.int64)
-        except (OSError, ValueError) as err:
-            where = _first_bad_line(path) if isinstance(err, ValueError) else None
-            raise GraphError(f"cannot read the edge list {path}: {where or err}", path) from None
-        ei = np.asarray(raw, dtype=np.int64)
-        if ei.ndim == 1 and ei.size == 2:
-            ei = ei.reshape(1, 2)
-        if ei.ndim == 2 and ei.shape[1] == 2 and ei.shape[0] != 2:
-            ei = ei.T
-        if ei.size == 0:
-            ei = ei.reshape(2, 0)
-        if ei.ndim != 2 or ei.shape[0] != 2:
-            raise GraphError(f"an edge list must hold (u, v) pairs, got shape {raw.shape}", path)
+        ei = read_edge_pairs(path, one_pair=True)
         n = check_edge_index(ei, None, path)
         self.given = int(ei.shape[1])
         keys = set((ei[0] * n + ei[1]).tolist())

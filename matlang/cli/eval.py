@@ -45,21 +45,10 @@ class _EdgeList:
         import numpy as np
         import torch
 
-        from matlang.errors import GraphError
-
-        try:
-            raw = np.load(path) if path.endswith(".npy") else np.loadtxt(path, dtype=np.int64)
-        except (OSError, ValueError) as err:
-            where = _first_bad_line(path) if isinstance(err, ValueError) else None
-            raise GraphError(f"cannot read the edge list {path}: {where or err}", path) from None
-        ei = np.asarray(raw, dtype=np.int64)
-        if ei.ndim == 2 and ei.shape[1] == 2 and ei.shape[0] != 2:
-            ei = ei.T
-        if ei.size == 0:
-            ei = ei.reshape(2, 0)
-        if ei.ndim != 2 or ei.shape[0] != 2:
-            raise GraphError(f"an edge list must hold (u, v) pairs, got shape {raw.shape}", path)
+        from matlang.cli.common import read_edge_pairs
         from matlang.inputs import check_edge_index
+
+        ei = read_edge_pairs(path)
 
         # ids past MAX_NODES are refused before any node array is allocated
         num_nodes = check_edge_index(ei, None, path)
@@ -67,26 +56,6 @@ class _EdgeList:
         self.edge_index = torch.from_numpy(np.ascontiguousarray(ei[:, order]))
         self.num_nodes = num_nodes
         self.name = path
-
-
-def _first_bad_line(path: str) -> str | None:
-    """Where a text edge list is not two whole numbers a line (numpy's own message counts
-    rows from 0 and columns from 1): ``line 2: 'x' is not a node id``."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    for k, line in enumerate(lines, 1):
-        fields = line.split("#")[0].split()
-        if not fields:
-            continue
-        bad = next((f for f in fields if not f.lstrip("-").isdigit()), None)
-        if bad is not None:
-            return f"line {k}: {bad!r} is not a node id (a line holds two whole numbers, u v)"
-        if len(fields) != 2:
-            return f"line {k} holds {len(fields)} numbers, not an edge u v"
-    return None
 
 
 def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:
