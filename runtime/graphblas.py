@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from matlang.errors import EvaluationError
+from matlang.runtime.dense_blocks import Blocks
 
 #: Integer values stay int64 while a bound on every entry is below this.
 SAFE = 2**62
@@ -539,6 +540,11 @@ class Kernels:
             terms = max(min(a.max_row, b.n), 1)
             (va, vb), den = self._integer_operands(va, vb, terms=terms, what="a product")
             dtype = np.result_type(va.dtype, vb.dtype)
+        dense = self._dense_sampled(
+            a, np.array(1) if unit else va, b, np.array(1) if unit else vb, s
+        )
+        if dense is not None:
+            return _rational(dense, den) if den != 1 else dense
         ring = gb.semiring.plus_pair if unit else gb.semiring.plus_times
         out_type = gb.dtypes.INT64 if dtype.kind in "iub" else gb.dtypes.FP64
         # plus_pair reads no values: the masks' (cached) patterns serve as the operands
@@ -553,6 +559,20 @@ class Kernels:
         c(target.pattern.S) << left.mxm(right, ring[out_type])
         out = target.align(c, np.dtype(out_type.np_type))
         return _rational(out, den) if den != 1 else out
+
+    def _dense_sampled(
+        self, a: Mask, va: np.ndarray, b: Mask, vb: np.ndarray, s: Mask
+    ) -> np.ndarray | None:
+        """``(A B)|S`` of integer operands as dense products of the graphs' blocks where that
+        is cheaper (many small graphs) and exact (:mod:`runtime.dense_blocks`); ``None``
+        otherwise."""
+        if s.nnz == 0 or not self.blocks.worth_it(a.nnz, b.nnz, self.n):
+            return None
+        return self.blocks.product(a, va, b, vb, s)
+
+    @cached_property
+    def blocks(self) -> Blocks:
+        return Blocks(self.ptr, self.node_graph)
 
     def lookup(self, src: Mask, values: np.ndarray, dst: Mask) -> np.ndarray:
         """``M|dst`` from ``M`` on ``src``: 0 where ``src`` has no entry."""

@@ -251,12 +251,12 @@ class Stage:
         hit = seen_graphs(b, self.cache, self._cache_params)
         if hit is None:
             return None, None
-        keys, ptr, pieces = hit
+        keys, ptr, pieces, edges = hit
         if pieces is None:
             return None, keys
         computed = iter(assemble(pieces, ptr))
         # the batch's edges: sorted and coalesced (checked by seen_graphs)
-        csrs = [next(computed) if k is None else plain_csr(k, b.edge_index, n) for k in kinds]
+        csrs = [next(computed) if k is None else plain_csr(k, edges, n) for k in kinds]
         return self._supports(csrs, n), keys
 
     def _supports(self, csrs: list[Csr], n: int) -> Supports:

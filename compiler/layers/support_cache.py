@@ -43,20 +43,21 @@ from matlang.runtime.cache import (
     GraphCache,
     concat_blocks,
     graph_fingerprints,
-    split_blocks,
 )
+from matlang.runtime.validate import sort_rows_host
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"
 
 
 class Piece(NamedTuple):
-    """Every support of one graph, local ids, row-major: what the cache holds per graph."""
+    """Every support of one graph, local ids, row-major: what the cache holds per graph.
+    The arrays are views into the arrays split from one batch (see :func:`split_many`)."""
 
-    counts: np.ndarray  # (S, n): entries in each row of each support
+    counts: tuple[np.ndarray, ...]  # each support's entries in each row
     cols: tuple[np.ndarray, ...]  # each support's column ids
     vals: tuple[np.ndarray, ...]  # each support's values (float64)
-    nnz: np.ndarray  # (S,) entries of each support
+    nnz: tuple[int, ...]  # entries of each support
 
 
 #: Every support of one batch: ``(rowptr, cols, values)`` torch tensors, global ids.
@@ -101,20 +102,62 @@ def cached_supports(
     pieces = cache.lookup(keys)
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
-        return assemble(pieces, ptr)
+        return assemble(resolved(pieces, keys, cache), ptr)
     supports = list(compute())
-    for k, piece in zip(missing, split_many(supports, ptr, missing)):
-        cache.store(keys[k], piece)
+    source = Unsplit(supports, ptr, missing)
+    for k in missing:
+        cache.store(keys[k], Deferred(source, k))
     return supports
+
+
+class Unsplit:
+    """The supports of one computed batch, split into its graphs' pieces when one of them is
+    first met again (all of them at once, :func:`split_many`), not when the batch is computed:
+    a batch of new graphs pays no split, a stream of graphs that never come back (inference)
+    none at all, and a training epoch pays it once per batch, in the next epoch."""
+
+    def __init__(self, supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> None:
+        self._supports: Sequence[Csr] | None = supports
+        self._ptr = ptr
+        self._ks = list(ks)
+        self._pieces: dict[int, Piece] = {}
+
+    def piece(self, k: int) -> Piece:
+        if self._supports is not None:
+            self._pieces = dict(zip(self._ks, split_many(self._supports, self._ptr, self._ks)))
+            self._supports = None  # the batch's arrays are let go: the pieces are copies
+        return self._pieces[k]
+
+
+class Deferred(NamedTuple):
+    """A cache entry: graph ``k`` of a computed batch, not split out yet (:class:`Unsplit`)."""
+
+    source: Unsplit
+    k: int
+
+
+def resolved(
+    pieces: list[Piece | Deferred], keys: list[CacheKey], cache: GraphCache
+) -> list[Piece]:
+    """``pieces`` with every deferred entry split out (and filed again as its piece, so that
+    the entry no longer holds its batch)."""
+    out: list[Piece] = []
+    for key, p in zip(keys, pieces):
+        if type(p) is Deferred:
+            p = p.source.piece(p.k)
+            cache.store(key, p)
+        out.append(p)  # type: ignore[arg-type]
+    return out
 
 
 def seen_graphs(
     b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
-) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None] | None:
-    """The graphs' cache keys, their first nodes, and every graph's entry when all of the
+) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, Tensor] | None:
+    """The graphs' cache keys, their first nodes, every graph's entry when all of the
     unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
-    computes and files under these keys); ``None`` when the checks below fail (the keys of
-    such a batch are taken from its coalesced edges after validation).
+    computes and files under these keys), and the batch's edges sorted row-major; ``None``
+    when the checks below fail (the keys of such a batch are taken from its coalesced edges
+    after validation).
 
     Entries are filed only for graphs of validated batches, under the sha256 of ``n`` and
     their local edges. So a graph whose edges hash to a filed graph's is that graph, valid
@@ -123,19 +166,31 @@ def seen_graphs(
     increasing, so each graph's edges are one contiguous run), and each column within its
     row's graph (no edge between graphs, and local ids below ``n``, as the hash's narrow
     widths need). Those are checked here, a few vector passes instead of the validation's
-    transposition; an unweighted host batch only."""
+    transposition; an unweighted host batch only. An edge list in another order (PyG's
+    ``torch.cat([e, e.flip(0)], 1)``) is sorted first: one counting sort
+    (:func:`~runtime.validate.sort_rows_host`) more than a sorted one, no more."""
     ei = b.edge_index
     if ei.device.type != "cpu" or b.edge_weight is not None or b.num_graphs == 0:
         return None
     e = ei.detach().numpy()
     n = b.num_nodes
     rows, cols = e[0], e[1]
+    edges = ei
     if e.shape[1]:
-        # rows sorted: their extremes are the ends; the columns are checked by graph below
-        if int(rows[0]) < 0 or int(rows[-1]) >= n:
-            return None
         key = rows * n + cols
         if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
+            if (
+                min(int(rows.min()), int(cols.min())) < 0
+                or max(int(rows.max()), int(cols.max())) >= n
+            ):
+                return None
+            rows, cols = sort_rows_host(rows, cols, n)
+            key = rows * n + cols
+            if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
+                return None  # a repeated edge: the validation says so
+            edges = torch.from_numpy(np.stack([rows, cols]))
+        # rows sorted: their extremes are the ends; the columns are checked by graph below
+        if int(rows[0]) < 0 or int(rows[-1]) >= n:
             return None
     ptr = b.ptr.numpy()
     bounds = np.searchsorted(rows, ptr)
@@ -151,8 +206,8 @@ def seen_graphs(
     fps = graph_fingerprints(np.diff(ptr), bounds, rows - starts, local_cols, None)
     keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
     if not all(k in cache for k in keys):
-        return keys, ptr, None
-    return keys, ptr, cache.lookup(keys)
+        return keys, ptr, None, edges
+    return keys, ptr, resolved(cache.lookup(keys), keys, cache), edges
 
 
 def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
@@ -161,25 +216,32 @@ def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
 
 
 def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
-    """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
-    of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: one vector pass per
-    support, then a slice and a copy per graph)."""
-    parts = [
-        (split_blocks(rowptr.numpy(), c.numpy(), ptr, ks), v.numpy()) for rowptr, c, v in supports
-    ]
+    """The blocks of graphs ``ks`` (see :func:`split`): each support's row counts, local
+    column ids and values made once for the whole batch (one vector pass each, fresh arrays:
+    the entries outlive the batch), then each graph's piece is views into them (no copy and
+    no conversion per graph: ~2 µs a graph)."""
+    sizes = np.diff(ptr)
+    width = np.int32 if int(sizes.max(initial=0)) <= np.iinfo(np.int32).max else np.int64
+    starts = ptr[:-1]
+    parts = []
+    for rowptr, c, v in supports:
+        indptr = rowptr.numpy()
+        ebounds = indptr[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
+        local = (c.numpy() - np.repeat(starts, np.diff(ebounds))).astype(width)
+        counts = np.diff(indptr).astype(width)
+        parts.append((counts, local, v.numpy().copy(), ebounds.tolist()))
     bounds = ptr.tolist()
     out = []
-    for i, k in enumerate(ks):
+    for k in ks:
         lo, hi = bounds[k], bounds[k + 1]
-        width = np.int32 if hi - lo <= np.iinfo(np.int32).max else np.int64
-        counts = np.empty((len(parts), hi - lo), dtype=width)
-        cols_k, vals_k, nnz = [], [], []
-        for j, (blocks, vals) in enumerate(parts):
-            counts[j], local, a, z = blocks[i]
-            cols_k.append(local.astype(width))
-            vals_k.append(vals[a:z].copy())
-            nnz.append(z - a)
-        out.append(Piece(counts, tuple(cols_k), tuple(vals_k), np.array(nnz, dtype=np.int64)))
+        out.append(
+            Piece(
+                tuple(p[0][lo:hi] for p in parts),
+                tuple(p[1][p[3][k] : p[3][k + 1]] for p in parts),
+                tuple(p[2][p[3][k] : p[3][k + 1]] for p in parts),
+                tuple(p[3][k + 1] - p[3][k] for p in parts),
+            )
+        )
     return out
 
 
@@ -189,7 +251,7 @@ def assemble(pieces: Sequence[Piece], ptr: np.ndarray) -> list[Csr]:
     (:func:`~runtime.cache.concat_blocks`): a few concatenations, whatever the number of
     graphs."""
     out = []
-    for k in range(pieces[0].counts.shape[0]):
+    for k in range(len(pieces[0].counts)):
         rowptr, cols = concat_blocks([(p.counts[k], p.cols[k]) for p in pieces], ptr)
         vals = np.concatenate([p.vals[k] for p in pieces])
         out.append((torch.from_numpy(rowptr), torch.from_numpy(cols), torch.from_numpy(vals)))
@@ -200,8 +262,11 @@ __all__ = [
     "TRANSFORM",
     "Piece",
     "assemble",
+    "Deferred",
+    "Unsplit",
     "batch_fingerprints",
     "cached_supports",
+    "resolved",
     "seen_graphs",
     "split",
     "split_many",
