@@ -74,7 +74,7 @@ UNIT_FACTORS: dict[str, tuple[float, ...]] = {
 }
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _NUMBER = re.compile(
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-−+]?\d+)?)"
+    r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:[eE][-−+]?[0-9]+)?)"
     r"(?P<sup>[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?(?P<kilo>[KM](?![A-Za-z]))?"
 )
 _UNIT = re.compile(r"\s?(%|min\b|h\b|ms\b|µs\b)")
@@ -141,15 +141,17 @@ def numbers_in(text: str, *, prose: bool = True) -> Iterator[Quoted]:
         start, end = m.span()
         before = text[:start]
         after = text[end:]
+        prev = before[-1:] or " "
         num = m["num"]
         if prose:
-            if before[-1:].isalnum() or before[-1:] in "_^.#\\":
+            if prev.isalnum() or prev in "_^.#\\":
                 continue
-            if before[-1:] in "-−" and before[-2:-1].isalnum():
+            if prev in "-−" and before[-2:-1].isalnum():
                 continue
             if re.match(r"[A-Za-z_]|-[A-Za-z]|\.\d", after):
                 continue
-            word = re.search(r"([\w§.]+)\s*$", before)
+            # "Table 2", "Remarks 1–4", "pairs 252, 253 and 254": names and indices
+            word = re.search(r"([\w§.]+)\s*(?:[0-9]+\s*(?:–|,|and|or)\s*)*$", before)
             if word and word[1].lower().rstrip(":") in NAMING_WORDS:
                 continue
             if re.fullmatch(r"(19|20)\d\d", num) and re.search(r"(\b[A-Z][\w.]*|&)\s$", before):
@@ -157,7 +159,7 @@ def numbers_in(text: str, *, prose: bool = True) -> Iterator[Quoted]:
         if re.search(r"[eE][-−+]?\d{3}", num):
             continue  # not a quantity (a hash, an id)
         value, tol = _precision(num)
-        if before[-1:] in "-−" and not before[-2:-1].isalnum():
+        if prev in "-−" and not before[-2:-1].isalnum():
             value = -value
         if m["sup"]:
             exponent = m["sup"].translate(_SUPERSCRIPT)
@@ -256,11 +258,14 @@ def _cited(text: str, readme: Path, root: Path) -> list[Path]:
     return found
 
 
-def blocks(readme: Path, root: Path = ROOT) -> Iterator[Block]:
-    """The blocks of ``readme`` whose numbers are checked: rendered sections and code are left
-    out; a table row carries its header's and caption's citations, a list item its parents'."""
+def blocks(readme: Path, root: Path = ROOT, text: str | None = None) -> Iterator[Block]:
+    """The blocks of ``readme`` (or of ``text`` read as if it were at ``readme``) whose numbers
+    are checked: rendered sections and code are left out; a table row carries its header's and
+    caption's citations, a list item its parents'."""
     rel = str(readme.relative_to(root)) if readme.is_relative_to(root) else str(readme)
-    lines = readme.read_text(encoding="utf-8").splitlines()
+    if text is None:
+        text = readme.read_text(encoding="utf-8")
+    lines = text.splitlines()
     para: list[tuple[int, str]] = []
     last_para_sources: list[Path] = []
     table_sources: list[Path] | None = None
@@ -328,10 +333,11 @@ def blocks(readme: Path, root: Path = ROOT) -> Iterator[Block]:
     yield from flush()
 
 
-def check(readme: Path, root: Path = ROOT) -> list[Finding]:
-    """Every number of ``readme`` that no cited file holds at the precision shown."""
+def check(readme: Path, root: Path = ROOT, text: str | None = None) -> list[Finding]:
+    """Every number of ``readme`` (or of ``text`` read as if it were at ``readme``) that no
+    cited file holds at the precision shown."""
     findings: list[Finding] = []
-    for block in blocks(readme, root):
+    for block in blocks(readme, root, text):
         quoted = list(numbers_in(_prose(block.text)))
         if not quoted:
             continue

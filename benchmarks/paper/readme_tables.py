@@ -132,3 +132,59 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "tu-authors-table": tu_authors_table,
     "brec-table": brec_table,
 }
+
+
+#: The sentences the paper names, as ``results/README.md`` classifies them: (where, sentence).
+PAPER_SENTENCES: tuple[tuple[str, str], ...] = (
+    ("Theorem 3: 3-stars", "let f(x) = x*(x-1)*(x-2)/6; 𝟏ᵀ f(A𝟏)"),
+    ("Theorem 4: triangles", "tr(A^3) / 6"),
+    ("Theorem 4: 4-cycles", "1/8 * (tr(A^4) + tr(A^2) - 2 * 𝟏ᵀ A² 𝟏)"),
+    ("Theorem 5: tailed triangles", "1/2 * 𝟏ᵀ (A³ ⊙ diag(A𝟏 - 2𝟏)) 𝟏"),
+    ("§6 custom e_c", "𝟏ᵀ A diag(exp(-A²𝟏)) A 𝟏"),
+    ("§4 / App. B: closed 5-walks", "tr(A^5)"),
+    ("§4 / App. C: ⊙ beats cospectrality", "let f(x) = x*x; 𝟏ᵀ f((A ⊙ A²)² 𝟏)"),
+    ("Def. 1 example", "𝟏ᵀ A² 𝟏"),
+    ("Thm 1 proof: GCN support",
+     "let f(x) = x^(-1/2); 𝟏ᵀ diag(f(A𝟏 + 𝟏)) (A + I) diag(f(A𝟏 + 𝟏)) 𝟏"),
+    ("Thm 1 proof: GraphSage support", "let g(x) = 1/x; 𝟏ᵀ diag(g(A𝟏)) A 𝟏"),
+    ("Thm 1 proof: GIN support (ε = 0.5)", "𝟏ᵀ (A + 0.5 I) 𝟏"),
+    ("Thm 2 proof: normalized Laplacian",
+     "let f(x) = x^(-1/2); 𝟏ᵀ (I - diag(f(A𝟏)) A diag(f(A𝟏))) 𝟏"),
+    ("Thm 2 / App. B: ChebNet C⁽²⁾, λmax = 2",
+     "let f(x) = x^(-1/2); 𝟏ᵀ ((I - diag(f(A𝟏)) A diag(f(A𝟏))) - I) 𝟏"),
+    ("Thm 2 proof: ChebNet C⁽³⁾ = 2C⁽²⁾C⁽²⁾ − I (L = diag(A𝟏) − A, α = 0.5)",
+     "let C2 = 0.5 L - I; 𝟏ᵀ (2 C2 C2 - I) 𝟏"),
+    ("§4: GNNML3 support M ⊙ A², M = A + I", "(A + I) ⊙ A²"),
+    ("… read out: 𝟏ᵀ (M ⊙ A²) 𝟏", "𝟏ᵀ ((A + I) ⊙ A²) 𝟏"),
+)
+
+
+def _code(text: str) -> str:
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def classify_table(folder: Path) -> str:
+    """``matlang classify`` on every sentence of :data:`PAPER_SENTENCES` (``folder`` unused:
+    the analysis is exact and needs no result file)."""
+    import matlang
+
+    rows = [
+        "| paper | sentence | fragment | WL | witness (values) | normal form |",
+        "|---|---|---|---|---|---|",
+    ]
+    for where, sentence in PAPER_SENTENCES:
+        j = matlang.classify(sentence).to_json()
+        frag = j["fragment"]
+        if j["syntactic_fragment"] != frag:
+            frag += f" (written {j['syntactic_fragment']})"
+        w = j["witness"]
+        witness = "—"
+        if w:
+            g, h = (_code(str(p)) for p in w["pair"])
+            witness = f"{w['level']}: {g} / {h} ({w['values'][0]} vs {w['values'][1]})"
+        normal = "(unchanged)" if j["normalized"] == j["sentence"] else _code(j["normalized"])
+        rows.append(f"| {where} | {_code(sentence)} | {frag} | {j['wl']} | {witness} | {normal} |")
+    return "\n".join(rows) + "\n"
+
+
+RENDERERS["classify-table"] = classify_table
