@@ -30,7 +30,8 @@ Not checked, because they are not measurements (the whole list): numbers inside 
 code blocks (commands, sentences, identifiers); numbers glued to a letter or a hyphenated word
 (``L3``, ``A²``, ``3-WL``, ``10-fold``, ``2-FWL``); numbers named by :data:`NAMING_WORDS` (``Table 2``,
 ``Eq. 7``, ``Theorem 5``, ``seed 0``, ``pair 291``: references and indices, not amounts); years
-(1900–2099 after a name or before a comma); the numbers of headings that name a section; list
+(1900–2099 after a name); targets and bounds written after ``≤`` or ``≥`` (``≤ 1.2×: met``:
+the requirement, whose measurement beside it is checked); the numbers of headings that name a section; list
 markers; footnote marks (superscript digits on their own).
 
 ``python -m benchmarks.paper.quoted`` checks both READMEs (exit 1 on a finding, each named by
@@ -150,6 +151,8 @@ def numbers_in(text: str, *, prose: bool = True) -> Iterator[Quoted]:
                 continue
             if re.match(r"[A-Za-z_]|-[A-Za-z]|\.\d", after):
                 continue
+            if re.search(r"[≤≥]\s*$", before):
+                continue  # a target or a bound ("≤ 1.2×: met"), not a measurement
             # "Table 2", "Remarks 1–4", "pairs 252, 253 and 254": names and indices
             word = re.search(r"([\w§.]+)\s*(?:[0-9]+\s*(?:–|,|and|or)\s*)*$", before)
             if word and word[1].lower().rstrip(":") in NAMING_WORDS:
