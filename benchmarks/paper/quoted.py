@@ -28,11 +28,11 @@ number by number.
 
 Not checked, because they are not measurements (the whole list): numbers inside code spans and
 code blocks (commands, sentences, identifiers); numbers glued to a letter or a hyphenated word
-(``L3``, ``A²``, ``3-WL``, ``10-fold``, ``2-FWL``); numbers named by :data:`NAMING_WORDS` (``Table 2``,
-``Eq. 7``, ``Theorem 5``, ``seed 0``, ``pair 291``: references and indices, not amounts); years
-(1900–2099 after a name); targets and bounds written after ``≤`` or ``≥`` (``≤ 1.2×: met``:
-the requirement, whose measurement beside it is checked); the numbers of headings that name a section; list
-markers; footnote marks (superscript digits on their own).
+(``L3``, ``A²``, ``3-WL``, ``10-fold``, ``2-FWL``); numbers named by :data:`NAMING_WORDS`
+(``Table 2``, ``Eq. 7``, ``Theorem 5``, ``seed 0``, ``pair 291``: references and indices, not
+amounts); years (1900–2099 after a name); targets and bounds written after ``≤`` or ``≥``
+(``≤ 1.2×: met``: the requirement, whose measurement beside it is checked); list markers and
+footnote marks (superscript digits on their own). Headings are checked like paragraphs.
 
 ``python -m benchmarks.paper.quoted`` checks both READMEs (exit 1 on a finding, each named by
 file, line and number); ``--render`` rewrites their rendered sections from the result files.
@@ -48,7 +48,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +213,7 @@ def _walk_json(data: Any, out: list[float]) -> None:
             _walk_json(item, out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def values_of(path: Path) -> tuple[float, ...]:
     """Every value a number quoted from ``path`` may equal (module doc), sorted."""
     out: list[float] = []
