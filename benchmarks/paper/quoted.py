@@ -35,7 +35,8 @@ amounts); years (1900â€“2099 after a name); targets and bounds written after ``â
 footnote marks (superscript digits on their own). Headings are checked like paragraphs.
 
 ``python -m benchmarks.paper.quoted`` checks both READMEs (exit 1 on a finding, each named by
-file, line and number); ``--render`` rewrites their rendered sections from the result files.
+file, line and number); ``--render`` rewrites their rendered sections from the result files, as
+``matlang report`` does when it reports this repository's ``results/``.
 """
 
 from __future__ import annotations
@@ -398,6 +399,25 @@ def stale_sections(readme: Path, results: Path) -> list[str]:
     old = {n: text[a:b] for n, a, b in sections(text)}
     new = {n: fresh[a:b] for n, a, b in sections(fresh)}
     return [n for n in old if old[n] != new.get(n)]
+
+
+def render_readmes(results: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Rewrite the rendered sections of the READMEs from ``results`` when that is this
+    repository's result folder (and the report goes there too); the rewritten READMEs.
+    ``matlang report`` calls this, so one command regenerates every table a reader sees."""
+    folder = Path(results).resolve()
+    elsewhere = out is not None and Path(out).resolve() != folder
+    if folder != (ROOT / "results").resolve() or elsewhere:
+        return []
+    written = []
+    for rel in READMES:
+        path = ROOT / rel
+        text = path.read_text(encoding="utf-8")
+        fresh = render_text(text, folder)
+        if fresh != text:
+            path.write_text(fresh, encoding="utf-8")
+            written.append(path)
+    return written
 
 
 def main(argv: Iterable[str] | None = None) -> int:

@@ -96,3 +96,11 @@ def test_precision_and_units() -> None:
     assert q.matches(100000) and not q.matches(100001)
     (q,) = quoted.numbers_in("−0.002")
     assert q.matches(-0.0021) and not q.matches(0.002)
+
+
+def test_report_renders_the_readmes_only_for_this_repositorys_results(tmp_path: Path) -> None:
+    """``matlang report`` re-renders the READMEs' tables from ``results/`` (nothing to change
+    when they are current) and never from another folder, which would write the tables of a
+    demo into this repository's README."""
+    assert quoted.render_readmes(tmp_path) == []
+    assert quoted.render_readmes(ROOT / "results", tmp_path) == []
