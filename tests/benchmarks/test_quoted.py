@@ -42,6 +42,11 @@ def test_results_readme_renders_its_tables() -> None:
          "`results/tu-ptc-gnnml3.authors.json`:\n  57.9 ± 5.1"),
         ("results/README.md", "(2.78e-4 and 3.68e-4", "(1.59e-3 and 1.85e-3"),
         ("results/README.md", "band-pass R² is 0.517", "band-pass R² is 0.571"),
+        # a timing, a GPU ratio and a call count of the performance section
+        ("benchmarks/README.md", "9.8× faster on PTC", "9.1× faster on PTC"),
+        ("benchmarks/README.md", "| 0.85×, 0.67×, 0.51× |", "| 0.85×, 0.76×, 0.51× |"),
+        ("benchmarks/README.md", "p95 3.069 s", "p95 3.96 s"),
+        ("benchmarks/README.md", "| `repr` | 985 → 47 |", "| `repr` | 985 → 74 |"),
     ],
 )
 def test_a_planted_wrong_number_fails(tmp_path: Path, readme: str, right: str, wrong: str) -> None:
@@ -50,8 +55,9 @@ def test_a_planted_wrong_number_fails(tmp_path: Path, readme: str, right: str, w
     assert right in text, f"the README no longer says {right!r}"
     assert quoted.check(path, ROOT, text) == []
     findings = quoted.check(path, ROOT, text.replace(right, wrong, 1))
-    planted = {n for n in wrong.split() if n[0].isdigit() or n[:1] == "("} - set(right.split())
-    assert findings and {f.number for f in findings} & {p.strip("(") for p in planted}
+    planted = {q.text for q in quoted.numbers_in(quoted._prose(wrong))}
+    planted -= {q.text for q in quoted.numbers_in(quoted._prose(right))}
+    assert planted and {f.number for f in findings} == planted
 
 
 def test_a_number_without_a_cited_file_fails() -> None:
