@@ -466,4 +466,8 @@ def run_report(args: argparse.Namespace) -> int:
     written = write_report(args.results, args.out, plots=not args.no_plots, force=args.force)
     for path in written:
         print(path)
+    from benchmarks.paper.quoted import render_readmes
+
+    for path in render_readmes(args.results, args.out):  # results/README.md's rendered tables
+        print(path)
     return 0

@@ -161,7 +161,7 @@ ALLOWED_CYCLES = [
     },
 ]
 
-#: Splits under way (issue 12): each entry fails strictly once its file is split, and is then
+#: Splits under way: each entry fails strictly once its file is split, and is then
 #: removed from here.
 KNOWN_LONG: set[str] = set()
 KNOWN_CYCLES: list[set[str]] = []

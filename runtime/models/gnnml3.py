@@ -402,7 +402,7 @@ class GNNML3Config(ModelConfig):
         local_supports: see :class:`GNNML3Conv`.
         support_mlp: the form of Eq. 7's MLPs, see :class:`GNNML3Conv` (``"authors"``, the
             default, is what the authors' scripts run; ``"sigmoid"`` what this project ran
-            before issue 34's round 5).
+            before it followed the authors' form).
         product_activation: the activation inside ``mlp_5`` and ``mlp_6`` (see
             :class:`GNNML3Conv`): ``"identity"`` (default: the product term is GNNML1's) or
             ``"tanh"`` (the authors' ``ML3Layer``: ``tanh(x W₅ + b₅) ⊙ tanh(x W₆ + b₆)``).

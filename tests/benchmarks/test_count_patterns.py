@@ -128,7 +128,7 @@ def test_report_gets_the_beyond_the_paper_table(
 def test_least_squares_sentence_model_counts_c5_exactly() -> None:
     # sentence-lstsq: polynomial sentence layers (no activation) at their seeded weights, the
     # readout fitted by least squares: the count is a linear map of graph-level sentences the
-    # layers hold, so the fit is exact where Adam on `sentence` is not (issue 35)
+    # layers hold, so the fit is exact where Adam on `sentence` is not
     data = counting_data(180, nodes=10, p=0.4)
     no_steps = TrainConfig(epochs=0, progress=False)
     res = count_test(

@@ -751,7 +751,7 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     written = write_report(tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "| GIN | 312 / 386 | – / 105 | – / 600 | – / 50.0% |" in report
-    # 1 seed where the paper has 10, batch 64: marked †, and the note says so (issue 34)
+    # 1 seed where the paper has 10, batch 64: marked †, and the note says so
     assert "| GIN | – / 1.00E-4 | – / 1.47E-3 | 2.50E-1† / 2.06E-1 |" in report
     assert "| GIN | 0.9800† / 0.9824 |" in report
     assert "0 disagreement(s) with `count_triangle`" in report

@@ -1,4 +1,4 @@
-"""One rule for what a batch is (issue 18, items 1, 2, 4, 5, 7): a PyG-like batch is read by its
+"""One rule for what a batch is: a PyG-like batch is read by its
 own ``ptr`` — empty graphs anywhere, the last ones included — and gives, for ``evaluate``,
 compiled modules and every reference model, the values of its graphs one by one.
 
@@ -100,7 +100,7 @@ def test_trailing_empty_graphs_keep_their_rows() -> None:
 
 
 def test_block_diagonal_union_is_not_one_graph() -> None:
-    # issue 18 item 1: evaluate used to read the union as one graph (2 triangles)
+    # evaluate used to read the union as one graph (2 triangles)
     data = pyg_batch([complete(3), complete(2), complete(3)])
     assert evaluate("tr(A^3)/6", data) == [1, 0, 1]
     assert compile_sentence("tr(A^3)/6")(data).tolist() == [1.0, 0.0, 1.0]
@@ -148,7 +148,7 @@ def test_bad_batches_refused_by_every_entry_point(fields: dict[str, Any], messag
 
 
 def test_edge_weight_is_the_entries_of_a_everywhere() -> None:
-    # issue 18 item 5: a triangle whose edge (0, 1) has weight 2: tr(A³) = 6·2
+    # a triangle whose edge (0, 1) has weight 2: tr(A³) = 6·2
     ei = torch.tensor([[0, 1, 1, 2, 0, 2], [1, 0, 2, 1, 2, 0]])
     data = SimpleNamespace(
         edge_index=ei, num_nodes=3, edge_weight=torch.tensor([2.0, 2, 1, 1, 1, 1])
@@ -169,7 +169,7 @@ def test_edge_weight_is_the_entries_of_a_everywhere() -> None:
 
 
 def test_directed_and_looped_graphs_refused_by_compiled_modules() -> None:
-    # issue 18 item 4: the exact evaluator reads a directed 3-cycle; compiled modules refuse it
+    # the exact evaluator reads a directed 3-cycle; compiled modules refuse it
     c3 = from_adjacency(np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]]), allow_directed=True)
     assert evaluate("tr(A^3)", c3) == 3
     with pytest.raises(GraphError, match=r"directed \(entry \(0, 1\) is 1 but \(1, 0\) is 0\)"):

@@ -144,7 +144,7 @@ OWN = [
     "𝟏ᵀ (A ⊙ A²)ᵀ (diag(A 𝟏) A) 𝟏",
     "𝟏ᵀ (diag(A 𝟏) A ⊙ A²)ᵀ 𝟏",
     "𝟏ᵀ (cos(A) ⊙ A²) 𝟏",
-    # matrices on the empty mask (A ⊙ I = 0 without self-loops) under tr or ᵀ (issue 18 item 10)
+    # matrices on the empty mask (A ⊙ I = 0 without self-loops) under tr or ᵀ
     "tr((I + I) (A + A))",
     "𝟏ᵀ (I ⊙ Aᵀ) 𝟏",
     "tr((A ⊙ I)²)",

@@ -1,4 +1,4 @@
-"""Limits as a feature (issue 18 item 11): past a bound of :mod:`matlang.limits`, every entry
+"""Limits as a feature: past a bound of :mod:`matlang.limits`, every entry
 point stops at once with a project error naming the bound — never a hang, a RecursionError, an
 OverflowError or Python's 4300-digit refusal. Each case also checks it answers in well under a
 second of work (the bound is there to make that so)."""

@@ -96,7 +96,7 @@ def test_constant_stage_peak_memory_within_graphblas_budget(tmp_path: Any) -> No
     """The process-level peak (resident high-water mark, GraphBLAS's allocations included) of
     a compiled ``(A ⊙ A²)² 𝟏`` called on a new PyG ``Data`` stays within 1.5× the hand-written
     python-graphblas computation's, each in a fresh subprocess (``benchmarks.perf.memory``,
-    ER n = 2·10⁵, E ≈ 2·10⁶; the n = 10⁶ numbers are in ``benchmarks/README.md``). Before
+    ER n = 2·10⁵, E ≈ 2·10⁶; the n = 10⁶ runs are in ``results/perf/as-users-call-it.json``). Before
     the lean validation and kernels it was ~3.8×."""
     pytest.importorskip("torch_geometric")
     from benchmarks.perf.memory import child

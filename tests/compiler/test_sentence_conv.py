@@ -134,7 +134,7 @@ def test_data_objects_and_the_tuple_convention_agree() -> None:
     )
     torch.testing.assert_close(conv(pb), want)
     torch.testing.assert_close(conv(pb.x, pb.edge_index, pb.batch), want)
-    # issue 33: A holds the weights (as matlang.evaluate reads them), in the layer too: with
+    # A holds the weights (as matlang.evaluate reads them), in the layer too: with
     # every weight 2, A is 2A and A ⊙ A² is 8 (A ⊙ A²), the same as scaling W_0 and W_1
     pb.edge_weight = torch.full((pb.edge_index.shape[1],), 2.0)
     scaled = SentenceConv(2, 4, ["A", "A ⊙ A²"])

@@ -1,5 +1,5 @@
 """Equivalent spellings get the same level: classification is invariant under the rewrite
-rules' identities (issue 18, item 14).
+rules' identities.
 
 Hypothesis draws a sentence and rewrites one of its nodes into an equivalent spelling (on the
 simple undirected graphs the analysis assumes): A as A ⊙ A, square(A) or relu(A); M ⊙ M as

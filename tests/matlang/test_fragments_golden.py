@@ -107,7 +107,7 @@ GOLDEN: list[tuple[str, str, str, str | None]] = [
     ("𝟏ᵀ((2/3) L - I)𝟏", "L1", "L1", None),  # -𝟏ᵀ 𝟏
     ("tr(L) - 𝟏ᵀ A 𝟏", "L2", "L1", None),  # 0
     ("𝟏ᵀ (A ⊙ A²) 𝟏 / 6 - tr(A^3) / 6", "L3", "L1", None),  # 0
-    # equivalent spellings, one level (issue 18, item 14)
+    # equivalent spellings, one level
     ("𝟏ᵀ square(A²) 𝟏", "L3", "L2", "1-WL"),  # tr(A⁴)
     ("𝟏ᵀ (A² ⊙ A²) 𝟏", "L3", "L2", "1-WL"),  # tr(A⁴)
     ("𝟏ᵀ exp(A) 𝟏", "L3", "L1", None),  # 𝟏ᵀ ((exp(1) - 1) A + 𝟏 𝟏ᵀ) 𝟏

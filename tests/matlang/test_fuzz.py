@@ -4,7 +4,7 @@ string that does parse prints to a canonical text that parses back to the same p
 (for the mutated sentences) evaluates exactly or raises an EvaluationError, and the sparse exact
 evaluator gives the same value (one sentence in four; every one in long mode).
 
-Long mode (issue 18): ``MATLANG_FUZZ_SCALE=10 python -m pytest tests/matlang/test_fuzz.py``
+Long mode: ``MATLANG_FUZZ_SCALE=10 python -m pytest tests/matlang/test_fuzz.py``
 runs 10× the examples (10⁵ inputs), puts every input under a watchdog (an input that takes
 more than ``HANG_SECONDS`` of CPU time fails as a hang), also compiles every mutated sentence that
 parses and runs it on the path P3 (only project errors allowed; graph-level values equal the

@@ -266,7 +266,7 @@ def test_lower_bounds_are_witnesses_as_classify_gives_them() -> None:
 
 
 def test_equal_spellings_of_one_count_get_one_level() -> None:
-    # tr(M ⊙ I) = tr(M): the four spellings of the closed walks are L2 (issue 35, item 4)
+    # tr(M ⊙ I) = tr(M): the four spellings of the closed walks are L2
     for text in ["tr(A³ ⊙ I)", "tr(I ⊙ A⁴)", "𝟏ᵀ (A³ ⊙ I) 𝟏", "tr(A³)"]:
         assert matlang.classify(text, witness=False).fragment == "L2", text
     paper = "(tr(A⁴) + tr(A²) − 2·𝟏ᵀA²𝟏) / 8"  # the paper's 4-cycles (Theorem 4)

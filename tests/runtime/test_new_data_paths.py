@@ -1,4 +1,4 @@
-"""The shortcuts a new PyG ``Data`` takes (issue 36, round 4) give what the general paths give:
+"""The shortcuts a new PyG ``Data`` takes give what the general paths give:
 fields read from PyG's attribute dict, the batch vector without torch's repeat, validation's row
 pointers reused by the stage, and the triangle count's ``L`` taken from the stored edges."""
 
