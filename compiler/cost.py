@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sps
 import sympy as sp
 
-from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Plan
+from matlang.compiler.plan import EDGE, GRAPH, MASK, NODE, Op, Plan, Step
 
 N, E = sp.symbols("n E", positive=True)
 
@@ -57,7 +57,45 @@ def _plain(v: Any) -> Any:
     return int(v)
 
 
-# --------------------------------------------------------------------------- exact mask sizes
+# --------------------------------------------------------------------------- mask sizes
+# One table per way of sizing a mask op (exact on a graph, estimated in n and E), keyed by the
+# op enum; tests/compiler/test_op_tables.py checks that each covers exactly the mask ops.
+
+Csr = sps.csr_matrix
+
+
+def _exact_compose(ms: list[Csr], n: int, pattern: Csr) -> tuple[Csr, int | None]:
+    prod = ms[0] @ ms[1]
+    return (prod != 0).astype(np.int64), int(prod.sum())
+
+
+#: ``op → (argument masks, n, the graph's pattern) → (mask, paths enumerated or None)``
+EXACT_MASKS: dict[Op, Callable[[list[Csr], int, Csr], tuple[Csr, int | None]]] = {
+    Op.EDGES: lambda ms, n, pattern: (pattern, None),
+    Op.IDENTITY: lambda ms, n, pattern: (sps.identity(n, dtype=np.int64, format="csr"), None),
+    Op.EMPTY: lambda ms, n, pattern: (sps.csr_matrix((n, n), dtype=np.int64), None),
+    Op.FULL: lambda ms, n, pattern: (sps.csr_matrix(np.ones((n, n), dtype=np.int64)), None),
+    Op.COMPOSE: _exact_compose,
+    Op.UNION: lambda ms, n, pattern: (((ms[0] + ms[1]) != 0).astype(np.int64), None),
+    Op.FLIP: lambda ms, n, pattern: (ms[0].T.tocsr(), None),
+}
+
+
+def _estimated_compose(sizes: list[Any]) -> tuple[Any, Any]:
+    p = sizes[0] * sizes[1] / N
+    return sp.Min(N**2, p), p
+
+
+#: ``op → (argument masks' sizes) → (size, paths enumerated or None)``, sympy in ``n``, ``E``
+ESTIMATED_MASKS: dict[Op, Callable[[list[Any]], tuple[Any, Any]]] = {
+    Op.EDGES: lambda sizes: (E, None),
+    Op.IDENTITY: lambda sizes: (N, None),
+    Op.EMPTY: lambda sizes: (sp.Integer(0), None),
+    Op.FULL: lambda sizes: (N**2, None),
+    Op.COMPOSE: _estimated_compose,
+    Op.UNION: lambda sizes: (sp.Min(N**2, sizes[0] + sizes[1]), None),
+    Op.FLIP: lambda sizes: (sizes[0], None),
+}
 
 
 def mask_sizes(plan: Plan, adjacency: Any) -> tuple[dict[int, int], dict[int, int]]:
@@ -66,30 +104,15 @@ def mask_sizes(plan: Plan, adjacency: Any) -> tuple[dict[int, int], dict[int, in
     a = np.asarray(getattr(adjacency, "adjacency", adjacency))
     n = a.shape[0]
     pattern = sps.csr_matrix((a != 0).astype(np.int64))
-    masks: dict[int, sps.csr_matrix] = {}
+    masks: dict[int, Csr] = {}
     paths: dict[int, int] = {}
     for k, s in enumerate(plan.steps):
         if s.kind == MASK:
-            if s.op == "edges":
-                m = pattern
-            elif s.op == "identity":
-                m = sps.identity(n, dtype=np.int64, format="csr")
-            elif s.op == "empty":
-                m = sps.csr_matrix((n, n), dtype=np.int64)
-            elif s.op == "full":
-                m = sps.csr_matrix(np.ones((n, n), dtype=np.int64))
-            elif s.op == "compose":
-                prod = masks[s.args[0]] @ masks[s.args[1]]
-                paths[k] = int(prod.sum())
-                m = (prod != 0).astype(np.int64)
-            elif s.op == "union":
-                m = ((masks[s.args[0]] + masks[s.args[1]]) != 0).astype(np.int64)
-            elif s.op == "flip":
-                m = masks[s.args[0]].T.tocsr()
-            else:  # pragma: no cover - every mask op is above
-                raise ValueError(s.op)
+            m, p = EXACT_MASKS[s.op]([masks[j] for j in s.args], n, pattern)
             masks[k] = sps.csr_matrix(m)
-        elif s.op == "sampled":
+            if p is not None:
+                paths[k] = p
+        elif s.op == Op.SAMPLED:
             left = masks[plan.steps[s.args[0]].mask or 0]
             right = masks[plan.steps[s.args[1]].mask or 0]
             # Σ_k colcount_L(k) · rowcount_R(k)
@@ -105,23 +128,10 @@ def estimated_sizes(plan: Plan) -> tuple[dict[int, Any], dict[int, Any]]:
     paths: dict[int, Any] = {}
     for k, s in enumerate(plan.steps):
         if s.kind == MASK:
-            if s.op == "edges":
-                sizes[k] = E
-            elif s.op == "identity":
-                sizes[k] = N
-            elif s.op == "empty":
-                sizes[k] = sp.Integer(0)
-            elif s.op == "full":
-                sizes[k] = N**2
-            elif s.op == "compose":
-                p = sizes[s.args[0]] * sizes[s.args[1]] / N
+            sizes[k], p = ESTIMATED_MASKS[s.op]([sizes[j] for j in s.args])
+            if p is not None:
                 paths[k] = p
-                sizes[k] = sp.Min(N**2, p)
-            elif s.op == "union":
-                sizes[k] = sp.Min(N**2, sizes[s.args[0]] + sizes[s.args[1]])
-            elif s.op == "flip":
-                sizes[k] = sizes[s.args[0]]
-        elif s.op == "sampled":
+        elif s.op == Op.SAMPLED:
             left = sizes[plan.steps[s.args[0]].mask or 0]
             right = sizes[plan.steps[s.args[1]].mask or 0]
             paths[k] = left * right / N
@@ -133,6 +143,81 @@ def estimated_sizes(plan: Plan) -> tuple[dict[int, Any], dict[int, Any]]:
 
 def _function_ops(plan: Plan) -> list[int]:
     return [max(1, int(sp.count_ops(f.formula))) for f in plan.functions]
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """What a step's cost reads: the plan, ``n``, mask sizes, path counts, bytes a number,
+    and each function's operation count."""
+
+    plan: Plan
+    n: Any
+    sizes: dict[int, Any]
+    paths: dict[int, Any]
+    dtype_bytes: int
+    fops: list[int]
+
+    def numbers(self, k: int) -> Any:
+        s = self.plan.steps[k]
+        if s.kind == NODE:
+            return self.n
+        if s.kind == GRAPH:
+            return 1
+        if s.kind == EDGE:
+            assert s.mask is not None
+            return self.sizes[s.mask]
+        return self.sizes[k]
+
+
+def _free(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return 0, 0
+
+
+def _propagate(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    m = c.sizes[s.args[0]]
+    return 2 * m, m * c.dtype_bytes  # one multiply-add an entry; the messages w_ij h_j
+
+
+def _sampled(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    p = c.paths[k]
+    return 2 * p, p * (_INDEX_BYTES + 8 + c.dtype_bytes)  # rows, cols, term ids, the terms
+
+
+def _compose(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return 0, c.paths[k] * (_INDEX_BYTES + 8)
+
+
+def _index_work(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return 0, c.numbers(s.args[0]) * 8 + c.numbers(k) * 8
+
+
+def _pointwise(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return c.numbers(k), 0
+
+
+def _apply(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return c.numbers(k) * c.fops[s.attr("fn")], 0
+
+
+def _summing(c: _Sizes, s: Step, k: int) -> tuple[Any, Any]:
+    return c.numbers(s.args[0]), 0  # one addition a summand
+
+
+#: ``op → (sizes, step, register) → (FLOPs, temporary bytes)``: every op, those that cost
+#: neither (leaves, masks' own entries, gathers, views) explicitly free
+STEP_COSTS: dict[Op, Callable[[_Sizes, Step, int], tuple[Any, Any]]] = {
+    **{op: _free for op in Op},
+    Op.PROPAGATE: _propagate,
+    Op.SAMPLED: _sampled,
+    Op.COMPOSE: _compose,
+    Op.UNION: _index_work,
+    Op.LOOKUP: _index_work,
+    **{op: _pointwise for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG)},
+    Op.APPLY: _apply,
+    Op.READOUT: _summing,
+    Op.DIAGONAL: _summing,
+    Op.ROW_SUM: _summing,
+}
 
 
 def evaluate_cost(
@@ -148,22 +233,11 @@ def evaluate_cost(
 ) -> Cost:
     """Peak bytes and FLOPs from the node count, the edge count and the mask sizes (numbers or
     sympy expressions alike); ``peak=False``: FLOPs only (the peak is the batch's bytes)."""
-    fops = _function_ops(plan)
     steps = plan.steps
-
-    def numbers(k: int) -> Any:
-        s = steps[k]
-        if s.kind == NODE:
-            return n
-        if s.kind == GRAPH:
-            return 1
-        if s.kind == EDGE:
-            assert s.mask is not None
-            return sizes[s.mask]
-        return sizes[k]
+    ctx = _Sizes(plan, n, sizes, paths, dtype_bytes, _function_ops(plan))
 
     def nbytes(k: int) -> Any:
-        return numbers(k) * (_INDEX_BYTES if steps[k].kind == MASK else dtype_bytes)
+        return ctx.numbers(k) * (_INDEX_BYTES if steps[k].kind == MASK else dtype_bytes)
 
     last = plan.last_use() if peak else []
     base = e * _INDEX_BYTES + n * 8  # the batch: edge_index and the node-to-graph vector
@@ -171,27 +245,8 @@ def evaluate_cost(
     candidates: list[Any] = [base]
     flops: Any = 0
     for k, s in enumerate(steps):
-        temp: Any = 0
-        if s.op == "propagate":
-            m = sizes[s.args[0]]
-            flops += 2 * m
-            temp = m * dtype_bytes  # the messages w_ij h_j
-        elif s.op == "sampled":
-            p = paths[k]
-            flops += 2 * p
-            temp = p * (_INDEX_BYTES + 8 + dtype_bytes)  # rows, cols, term ids and the terms
-        elif s.op == "compose":
-            temp = paths[k] * (_INDEX_BYTES + 8)
-        elif s.op in ("union", "lookup"):
-            temp = numbers(s.args[0]) * 8 + numbers(k) * 8
-        elif s.op in ("add", "sub", "mul", "div", "neg"):
-            flops += numbers(k)
-        elif s.op == "apply":
-            flops += numbers(k) * fops[s.attr("fn")]
-        elif s.op in ("readout", "diagonal"):
-            flops += numbers(s.args[0])
-        elif s.op == "row_sum":
-            flops += numbers(s.args[0])
+        f, temp = STEP_COSTS[s.op](ctx, s, k)
+        flops += f
         if not peak:
             continue
         live = live + nbytes(k)
@@ -250,6 +305,9 @@ def describe(plan: Plan, *, dtype_bytes: int = 4) -> str:
 
 
 __all__ = [
+    "ESTIMATED_MASKS",
+    "EXACT_MASKS",
+    "STEP_COSTS",
     "Cost",
     "symbolic_flops",
     "N",

@@ -91,3 +91,14 @@ def test_ops_compare_hash_and_print_as_their_names() -> None:
     )
     assert check(plain) == plan and render(plain) == render(plan)
     assert pickle.loads(pickle.dumps(plan)) == plan
+
+
+def test_the_cost_model_sizes_every_mask_op_and_prices_every_op() -> None:
+    """The cost model is tables too: a mask op without its exact and estimated size, or an op
+    without its FLOPs and temporaries (free ones say so), fails here."""
+    from matlang.compiler.cost import ESTIMATED_MASKS, EXACT_MASKS, STEP_COSTS
+
+    masks = {op for op in Op if OPS[op].result == "mask"}
+    assert masks == {"edges", "identity", "empty", "full", "compose", "union", "flip"}
+    assert set(EXACT_MASKS) == set(ESTIMATED_MASKS) == masks
+    assert set(STEP_COSTS) == set(Op)
