@@ -229,12 +229,12 @@ def _exact_mod(stage: Any, fn: int, a: list[Tensor], size: int) -> Tensor | None
         return None
     import numpy as np
 
-    from matlang.compiler.constants import _shrink_exact
+    from matlang.compiler.constants import shrink_exact
 
     host = [np.broadcast_to(x.cpu().numpy(), (size,)).astype(object) for x in a]
     f = stage.plan.functions[fn]
     out = np.asarray(numeric(f.formula, f.symbols, "exact")(*host), dtype=object)
-    out = _shrink_exact(np.broadcast_to(out, (size,)).copy())
+    out = shrink_exact(np.broadcast_to(out, (size,)).copy())
     return torch.from_numpy(out if out.dtype != object else out.astype(np.float64))
 
 

@@ -89,7 +89,7 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
     :func:`matlang.evaluator.evaluate`).
 
     ``sparse=True`` computes it on GraphBLAS
-    (:func:`matlang.compiler.constants.evaluate_sparse`): the
+    (:func:`matlang.compiler.exact.evaluate_sparse`): the
     same exact integers and Fractions for sentences without node inputs, on graphs too large
     for a dense n×n matrix (a matrix value comes back as a scipy CSR array). ``None`` (default)
     chooses GraphBLAS for a scipy sparse adjacency, a PyG ``Data``/``Batch`` or a
@@ -104,7 +104,7 @@ def evaluate(expr: Expr | str, graph: Any, *, sparse: bool | None = None, **kwar
                 "the sparse evaluator computes exact values of sentences without inputs; "
                 "pass sparse=False for inputs or exact=False"
             )
-        from matlang.compiler.constants import evaluate_sparse
+        from matlang.compiler.exact import evaluate_sparse
 
         return evaluate_sparse(expr, graph)
     from matlang.evaluator import evaluate as _evaluate

@@ -60,7 +60,7 @@ class _EdgeList:
 
 def _run_sparse(args: argparse.Namespace, program: Any) -> list[tuple[Any, list[Any], list[str]]]:
     """Each sentence on GraphBLAS over the --edges files and the dense graphs given."""
-    from matlang.compiler.constants import evaluate_sparse
+    from matlang.compiler.exact import evaluate_sparse
     from matlang.compiler.support import FullMaskError
 
     sources: list[tuple[Any, str]] = [(_EdgeList(p), p) for p in args.edges]

@@ -15,7 +15,8 @@ import torch
 import matlang
 from matlang import parse_program
 from matlang.compiler.api import compile, materialise
-from matlang.compiler.constants import constant_steps, evaluate_sparse
+from matlang.compiler.constants import constant_steps
+from matlang.compiler.exact import evaluate_sparse
 from matlang.compiler.lower import lower
 from matlang.errors import EvaluationError, GraphError
 from matlang.evaluator import evaluate

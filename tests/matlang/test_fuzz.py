@@ -201,7 +201,7 @@ def _sparse(program: Program, exact: list[object]) -> None:
     """The sparse exact evaluator (GraphBLAS) on P3, for sentences without inputs (every one in
     long mode, one in four otherwise): a value equal to the dense evaluator's — exact where it is
     exact, a float (never a Fraction) within 1e-12 where it is a float — or a project error."""
-    from matlang.compiler.constants import evaluate_sparse
+    from matlang.compiler.exact import evaluate_sparse
 
     if program.inputs:
         return
