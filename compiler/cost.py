@@ -61,7 +61,8 @@ def _plain(v: Any) -> Any:
 # One table per way of sizing a mask op (exact on a graph, estimated in n and E), keyed by the
 # op enum; tests/compiler/test_op_tables.py checks that each covers exactly the mask ops.
 
-Csr = sps.csr_matrix
+#: a scipy CSR matrix (scipy ships no precise types for it)
+Csr = Any
 
 
 def _exact_compose(ms: list[Csr], n: int, pattern: Csr) -> tuple[Csr, int | None]:
