@@ -169,6 +169,11 @@ class Batch:
         if fp is not None:
             self._memo[name] = (fp, value)
 
+    def recall(self, name: str, fp: tuple[Any, ...] | None) -> Any:
+        """What was remembered under ``name`` for the tensors fingerprinted ``fp``, else
+        ``None``."""
+        return self._memo[name][1] if self._remembers(name, fp) else None
+
     def _remembers(self, name: str, fp: tuple[Any, ...] | None) -> bool:
         """Whether ``name`` was remembered for the tensors fingerprinted ``fp``."""
         hit = self._memo.get(name)

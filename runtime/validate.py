@@ -93,7 +93,8 @@ def valid_in_one_pass(
             # the stage's edge mask has the same rows: not counted again
             b.remember("row_pointers", indptr, fp)
             return symmetric_sorted(e, hw, n, indptr)
-        known = sorted_symmetric_host(row, col, hw, n)
+        # the rows sorted already (a layer's look for graphs seen before): not sorted again
+        known = sorted_symmetric_host(row, col, hw, n, b.recall("sorted_rows", fp))
         if known is None:
             return False
         indptr, edges, order = known
@@ -110,14 +111,18 @@ def valid_in_one_pass(
 
 
 def sorted_symmetric_host(
-    row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, n: int
+    row: np.ndarray,
+    col: np.ndarray,
+    weight: np.ndarray | None,
+    n: int,
+    presorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor] | None:
     """Unsorted int64 edges (in range) that equal their transpose without repeats, weights
     too, as ``(indptr, edges, order)``: the CSR row pointers of the sorted edges, the edges
     row-major ``(2, E)`` int64 and their positions in the input; ``None`` when they do not
     (a repeat or a missing reverse: :func:`check_slowly` decides). One sort
     (:func:`sort_host`); the sorted keys against the sorted reversed keys."""
-    (indptr, cols, perm), (t_ptr, t_cols, t_perm) = sort_host(row, col, n)
+    (indptr, cols, perm), (t_ptr, t_cols, t_perm) = sort_host(row, col, n, presorted)
     if not _strictly_increasing_rows(indptr, cols):
         return None  # repeats: the slow path decides (weighted repeats are added up)
     if not (np.array_equal(indptr, t_ptr) and np.array_equal(cols, t_cols)):
@@ -146,7 +151,10 @@ def sorted_symmetric_device(
 
 
 def sort_host(
-    row: np.ndarray, col: np.ndarray, n: int
+    row: np.ndarray,
+    col: np.ndarray,
+    n: int,
+    presorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The edges ``(row, col)`` sorted row-major and column-major, each as CSR
     ``(indptr, cols, perm)`` (``perm``: the edges' positions in that order): ``A`` and ``Aᵀ``
@@ -160,9 +168,12 @@ def sort_host(
     try:
         from scipy.sparse._sparsetools import coo_tocsr, csr_sort_indices, csr_tocsc
 
-        p, j, x = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
-        coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), ids, p, j, x)
-        csr_sort_indices(n, p, j, x)  # A, rows sorted
+        if presorted is not None and presorted[0].dtype == itype:
+            p, j, x = presorted  # A, rows sorted (sort_rows_host, earlier in this call)
+        else:
+            p, j, x = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
+            coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), ids, p, j, x)
+            csr_sort_indices(n, p, j, x)  # A, rows sorted
         tp, ti, tx = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
         csr_tocsc(n, n, p, j, x, tp, ti, tx)  # Aᵀ, rows sorted (columns of A, rows in order)
         return (p, j, x), (tp, ti, tx)
@@ -174,24 +185,26 @@ def sort_host(
         return out[0], out[1]
 
 
-def sort_rows_host(row: np.ndarray, col: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges ``(row, col)`` (ids in ``[0, n)``) sorted row-major, as ``(rows, cols)``
-    int64: the first half of :func:`sort_host` (one counting sort by row, each row's columns
-    sorted in place), what a batch of graphs seen before in another edge order costs more
-    than the same batch sorted."""
+def sort_rows_host(
+    row: np.ndarray, col: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges ``(row, col)`` (ids in ``[0, n)``) sorted row-major as CSR ``(indptr, cols,
+    perm)`` (``perm``: the edges' positions in that order): the first half of
+    :func:`sort_host` (one counting sort by row, each row's columns sorted in place). A batch
+    that is sorted here and then validated hands it on (``presorted``): one sort, not two."""
     e = row.size
     itype = np.int32 if max(n, e) < 2**31 - 1 else np.int64
+    ids = np.arange(e, dtype=itype)
     try:
         from scipy.sparse._sparsetools import coo_tocsr, csr_sort_indices
 
         p, j, x = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
-        coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), np.zeros(e, itype), p, j, x)
+        coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), ids, p, j, x)
         csr_sort_indices(n, p, j, x)
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(p))
-        return rows, j.astype(np.int64)
-    except (ImportError, TypeError, ValueError):  # no private module: numpy's sort
-        order = np.argsort(row.astype(np.int64) * n + col, kind="stable")
-        return row[order].astype(np.int64), col[order].astype(np.int64)
+        return p, j, x
+    except (ImportError, TypeError, ValueError):  # no private module: numpy's stable sort
+        perm = np.argsort(row.astype(np.int64) * n + col, kind="stable").astype(itype)
+        return row_pointers(row, n).astype(itype), col[perm].astype(itype), perm
 
 
 def sort_device(

@@ -184,7 +184,11 @@ def seen_graphs(
                 or max(int(rows.max()), int(cols.max())) >= n
             ):
                 return None
-            rows, cols = sort_rows_host(rows, cols, n)
+            indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
+            # handed on to the validation of a batch with a new graph: one sort, not two
+            b.remember("sorted_rows", (indptr, sorted_cols, perm), b.fingerprint())
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+            cols = sorted_cols.astype(np.int64)
             key = rows * n + cols
             if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
                 return None  # a repeated edge: the validation says so

@@ -286,3 +286,32 @@ def test_split_many_gives_each_graphs_block_of_the_batch() -> None:
             block[rows, piece.cols[s_]] = piece.vals[s_]
             np.testing.assert_array_equal(block, dense[s_][lo:hi, lo:hi])
             assert piece.nnz[s_] == piece.cols[s_].size
+
+
+def test_an_unsorted_batch_is_sorted_once_seen_or_new(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyG's ``cat([e, e.flip(0)], 1)`` order: a batch of new graphs is sorted once — the look
+    for seen graphs hands its sorted rows to the validation — and a batch of seen graphs once,
+    without validation; both give the supports of the coalesced batch."""
+    import scipy.sparse._sparsetools as tools
+
+    sorts = [0]
+    real = tools.coo_tocsr
+
+    def counted(*args):
+        sorts[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(tools, "coo_tocsr", counted)
+    b = _batch(["cycle5", "K4", "petersen"])
+    perm = torch.randperm(b.edge_index.shape[1], generator=torch.Generator().manual_seed(1))
+    want = st.Stage.lowered("supports", SUPPORTS, level="matrix").supports(
+        *_fresh(b), b.num_nodes
+    )
+    stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
+    for seen in (False, True):
+        sorts[0] = 0
+        got = stage.supports(b.edge_index[:, perm].clone(), b.batch.clone(), b.num_nodes)
+        assert sorts[0] == 1, (seen, sorts[0])
+        for x, y in zip(got.csr(torch.float64), want.csr(torch.float64)):
+            assert torch.equal(x.to_dense(), y.to_dense())
+    assert stage.computed == 2 and len(stage.cache) == 3
