@@ -21,21 +21,22 @@ MODELS: tuple[str, ...] = ("mlp", "gcn", "gat", "chebnet", "gin", "gnnml1", "gnn
 #: What the section's columns are, and which one compares with BREC's published numbers.
 EXPLANATION = (
     "Each model trained once per pair (BREC's RPC, one seed); the same relabellings, weights "
-    "and training in every column, counted per category (Basic/Regular/Extension/CFI = total). "
-    "*runner*: the graph relabelled and ChebNet's λmax and GNNML3's supports, computed once per "
-    "base graph, carried to each relabelling (the table above; equal to recomputing them up "
-    "to rounding), with the statistic in float64 numpy. *PyG*: each relabelling built as a "
-    "PyG `Data` and batched by PyG's `DataLoader`, the model computing its own inputs, as "
-    "users and BREC's evaluator feed it; the statistic computed as BREC's `T2_calculation` "
-    "does (torch, float32), a pair counted as BREC's script counts it (distinguished; "
-    "reliability failures shown beside). *plain* is BREC's default `d̄ᵀ S⁺ d̄`, the rule its "
-    "published table was computed with: **the PyG plain column is the one that compares with "
-    "BREC's published numbers**. *S_ε* adds ε = 1e-7 to S's diagonal, the rule BREC's code "
-    "provides for models whose outputs are bit-identical across relabellings (S = 0: the plain "
-    "statistic is then 0 whatever the difference); where outputs differ by float noise, the "
-    "plain statistic divides by that noise, and a pair that counts under plain but not under "
-    "S_ε is separated only by differences below the floor that ε sets. The exact tests and "
-    "sentence banks above need no statistic and are the same under both rules."
+    "and training in every column, counted per category (Basic · Regular · Extension · CFI = "
+    "total; `a/b`: a of the b pairs run so far, `–`: none run). *runner*: the graph relabelled "
+    "and ChebNet's λmax and GNNML3's supports, computed once per base graph, carried to each "
+    "relabelling (the table above; equal to recomputing them up to rounding), with the "
+    "statistic in float64 numpy. *PyG*: each relabelling built as a PyG `Data` and batched by "
+    "PyG's `DataLoader`, the model computing its own inputs, as users and BREC's evaluator feed"
+    " it; the statistic computed as BREC's `T2_calculation` does (torch, float32), a pair "
+    "counted as BREC's script counts it (distinguished; reliability failures shown beside). "
+    "*plain* is BREC's default `d̄ᵀ S⁺ d̄`, the rule its published table was computed with: "
+    "**the PyG plain column is the one that compares with BREC's published numbers**. *S_ε* "
+    "adds ε (the files' `s_epsilon`) to S's diagonal, the rule BREC's code provides for models "
+    "whose outputs are bit-identical across relabellings (S = 0: the plain statistic is then 0 "
+    "whatever the difference); where outputs differ by float noise, the plain statistic divides"
+    " by that noise, and a pair that counts under plain but not under S_ε is separated only by "
+    "differences below the floor that ε sets. The exact tests and sentence banks above need no "
+    "statistic and are the same under both rules."
 )
 
 
@@ -49,7 +50,8 @@ def is_rules_row(data: dict[str, Any]) -> bool:
 
 
 def cell(counts: dict[str, int], run: dict[str, int]) -> str:
-    """``B/R/E/C = T``; a category run on part of its pairs as ``a/b``, ``–`` when none ran."""
+    """``B · R · E · C = T``; a category run on part of its pairs as ``a/b``, ``–`` when none
+    ran."""
     parts = [
         str(counts[c])
         if run[c] == CATEGORY_SIZES[c]
@@ -59,7 +61,7 @@ def cell(counts: dict[str, int], run: dict[str, int]) -> str:
         for c in CATEGORIES
     ]
     total = str(counts["Total"]) if run["Total"] == 400 else f"{counts['Total']}/{run['Total']}"
-    return "/".join(parts) + f" = {total}"
+    return " · ".join(parts) + f" = {total}"
 
 
 def _failures(per_pair: Sequence[dict[str, Any]], key: str) -> int:
@@ -82,8 +84,9 @@ def rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "runner_total": r["counts"]["Total"],
         }
         if p is None:
-            todo = f"not yet measured (`matlang bench brec --model {m} --input pyg`)"
-            row |= {"plain": todo, "eps": todo, "plain_total": None, "eps_total": None}
+            todo = f"not yet measured: `matlang bench brec --model {m} --input pyg`"
+            row |= {"plain": todo, "eps": "not yet measured"}
+            row |= {"plain_total": None, "eps_total": None}
             row |= {"failures": "–", "bit_identical": "–"}
         else:
             pp, run = p["per_pair"], p["run_per_category"]
@@ -99,6 +102,14 @@ def rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _epsilon(records: Sequence[dict[str, Any]]) -> str:
+    """The ε of the PyG files (one value: they are one protocol), or the runner's default."""
+    from benchmarks.paper.brec import RPCConfig
+
+    found = {float(r["settings"]["s_epsilon"]) for r in records if _is_pyg(r)}
+    return ", ".join(f"{e:g}" for e in sorted(found or {RPCConfig().s_epsilon}))
+
+
 def section(records: Sequence[dict[str, Any]]) -> list[str]:
     """The section's Markdown lines (empty when no trained model has a BREC file)."""
     table = rows(records)
@@ -107,7 +118,8 @@ def section(records: Sequence[dict[str, Any]]) -> list[str]:
     out = ["### BREC's T² rules: the runner's relabellings and PyG input", "", EXPLANATION, ""]
     out += [
         "| model | runner, plain | PyG, plain (compares with BREC's published) | PyG, S_ε "
-        "(ε = 1e-7) | reliability failures, PyG plain / S_ε | pairs with bit-identical outputs |",
+        f"(ε = {_epsilon(records)}) | reliability failures, PyG plain / S_ε "
+        "| pairs with bit-identical outputs |",
         "|---|---|---|---|---|---|",
     ]
     for r in table:

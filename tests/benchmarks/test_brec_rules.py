@@ -173,8 +173,8 @@ def test_bench_brec_pyg_cli_append_and_report(tmp_path: Path) -> None:
     rows = report_brec.rows([runner, rec])
     assert [r["model"] for r in rows] == ["gin"]
     c, cp = rec["counts"], rec["counts_plain"]
-    assert rows[0]["eps"] == f"{c['Basic']}/1/–/{c['Extension']}/1/– = {c['Total']}/2"
-    assert rows[0]["plain"] == f"{cp['Basic']}/1/–/{cp['Extension']}/1/– = {cp['Total']}/2"
+    assert rows[0]["eps"] == f"{c['Basic']}/1 · – · {c['Extension']}/1 · – = {c['Total']}/2"
+    assert rows[0]["plain"] == f"{cp['Basic']}/1 · – · {cp['Extension']}/1 · – = {cp['Total']}/2"
 
 
 def _cell(per_pair: list[dict[str, Any]], flag: str) -> str:
@@ -189,7 +189,7 @@ def _cell(per_pair: list[dict[str, Any]], flag: str) -> str:
             "–" if not mine else str(got) if len(mine) == sizes[c] else f"{got}/{len(mine)}"
         )
     total = sum(int(bool(p[flag])) for p in per_pair)
-    return "/".join(parts) + (
+    return " · ".join(parts) + (
         f" = {total}" if len(per_pair) == 400 else f" = {total}/{len(per_pair)}"
     )
 
@@ -216,7 +216,8 @@ def test_report_brec_columns_equal_the_files() -> None:
         assert cells[1] == _cell(runner["per_pair"], "separated")
         pyg = files.get(f"brec-{m}.pyg.json")
         if pyg is None:
-            assert cells[2].startswith("not yet measured") and cells[3] == cells[2]
+            assert cells[2] == f"not yet measured: `matlang bench brec --model {m} --input pyg`"
+            assert cells[3] == "not yet measured"
             continue
         assert cells[2] == _cell(pyg["per_pair"], "separated_plain")
         assert cells[3] == _cell(pyg["per_pair"], "separated")
