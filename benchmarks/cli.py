@@ -251,6 +251,15 @@ def register(sub: Any) -> None:
         "float64 row is saved as MODEL[.NAME].float64",
     )
     brec.add_argument(
+        "--input",
+        choices=("supports", "pyg"),
+        default="supports",
+        help="RPC: how the relabellings reach the model: supports (the graph relabelled and "
+        "ChebNet's/GNNML3's precomputed inputs carried to it) or pyg (each relabelling built "
+        "as a PyG Data and batched by PyG's DataLoader, the path users and BREC's evaluator "
+        "take; T² under BREC's plain and S_epsilon rules); a pyg row is saved as MODEL.pyg",
+    )
+    brec.add_argument(
         "--append",
         action="store_true",
         help="add these pairs to the row's result file already there (same settings, new pairs)",

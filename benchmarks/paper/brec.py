@@ -34,6 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.paper.brec_rpc import (  # noqa: F401 (re-exported: brec.relabel, ...)
+    draw_members,
+    permuted_copies,
+    relabel,
+    relabellings,
+    t_squared,
+    train_rpc,
+)
 from matlang.errors import MatlangError
 
 #: The paper's four categories, in table order, with their pair counts.
@@ -86,6 +94,10 @@ class RPCConfig:
     #: the model's named configuration, or a configuration object (benchmarks/paper/brec_ppgn)
     config: Any = "iso"
     dtype: str = "float32"  # of the model and the graphs (BREC's: float32)
+    #: how relabellings reach the model: "supports" (the graph relabelled, ChebNet's and
+    #: GNNML3's precomputed inputs carried to it) or "pyg" (benchmarks/paper/brec_pyg)
+    input: str = "supports"
+    s_epsilon: float = 1e-7  # "pyg": the ε BREC's S_epsilon adds to S's diagonal
 
     def __post_init__(self) -> None:
         if self.batch_size < 2 or self.batch_size % 2:
@@ -95,12 +107,18 @@ class RPCConfig:
             )
         if self.dtype not in ("float32", "float64"):
             raise MatlangError(f"RPC: dtype must be float32 or float64, got {self.dtype!r}")
+        if self.input not in ("supports", "pyg"):
+            raise MatlangError(f"RPC: input must be supports or pyg, got {self.input!r}")
+        if self.input == "pyg" and self.dtype != "float32":
+            raise MatlangError("RPC: --input pyg runs BREC's float32 path; drop --dtype")
 
     def row(self, model: str) -> str:
         """The row (and result file) name of ``model`` run with these settings: ``MODEL``,
-        ``.CONFIG`` for a named configuration other than ``iso``, ``.float64`` in float64."""
+        ``.CONFIG`` for a named configuration other than ``iso``, ``.float64`` in float64, ``.pyg``
+        for relabellings built as PyG data."""
         name = model if self.config == "iso" else f"{model}.{self.config}"
-        return name if self.dtype == "float32" else f"{name}.{self.dtype}"
+        name = name if self.dtype == "float32" else f"{name}.{self.dtype}"
+        return name if self.input == "supports" else f"{name}.{self.input}"
 
 
 @dataclass
@@ -129,6 +147,11 @@ class BrecResult:
         out["Total"] = sum(out[c] for c in CATEGORIES)
         return out
 
+    def counts_plain(self) -> dict[str, int] | None:
+        """Per-category counts under the plain T² rule, for rows that hold a second rule's
+        verdicts (``separated_plain``, :mod:`benchmarks.paper.brec_pyg`); None otherwise."""
+        return plain_counts([{"category": o.category, **o.detail} for o in self.outcomes])
+
     def totals(self) -> dict[str, int]:
         """Pairs run per category (400 in a full run)."""
         out = {c: 0 for c in CATEGORIES}
@@ -143,6 +166,7 @@ class BrecResult:
             "pairs": len(self.outcomes),
             "separated": self.counts()["Total"],
             "counts": self.counts(),
+            **({} if (plain := self.counts_plain()) is None else {"counts_plain": plain}),
             "run_per_category": self.totals(),
             "seconds": round(self.seconds, 2),
             "settings": self.settings,
@@ -151,6 +175,17 @@ class BrecResult:
                 for o in self.outcomes
             ],
         }
+
+
+def plain_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
+    """Per-category counts of ``separated_plain`` (None when the rows have none)."""
+    if not rows or any("separated_plain" not in r for r in rows):
+        return None
+    out = {c: 0 for c in CATEGORIES}
+    for r in rows:
+        out[r["category"]] += int(bool(r["separated_plain"]))
+    out["Total"] = sum(out[c] for c in CATEGORIES)
+    return out
 
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -257,23 +292,6 @@ def refinement_rows(
 # --------------------------------------------------------------------------- RPC
 
 
-def relabellings(n: int, count: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """``count`` random permutations of ``0..n-1`` (node ``u`` of a copy is node ``p[u]``)."""
-    return [rng.permutation(n) for _ in range(count)]
-
-
-def relabel(adjacency: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """``P A Pᵀ``: the graph with node ``u`` the old node ``perm[u]``."""
-    return np.ascontiguousarray(adjacency[np.ix_(perm, perm)])
-
-
-def permuted_copies(
-    adjacency: np.ndarray, count: int, rng: np.random.Generator
-) -> list[np.ndarray]:
-    """``count`` random relabellings ``P A Pᵀ`` of a graph."""
-    return [relabel(adjacency, p) for p in relabellings(adjacency.shape[0], count, rng)]
-
-
 def relabel_supports(sup: Any, perm: np.ndarray) -> Any:
     """GNNML3 supports of one graph (:class:`runtime.preprocess.Supports`, local ids) carried
     to its relabelling ``perm``: entry ``(i, j)`` becomes ``(π⁻¹(i), π⁻¹(j))``, re-sorted
@@ -336,14 +354,6 @@ class SharedInputs:
         return {}
 
 
-def t_squared(x: np.ndarray, y: np.ndarray) -> float:
-    """BREC's statistic ``d̄ᵀ S⁺ d̄`` of the paired differences ``x − y`` (rows: relabellings)."""
-    d = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
-    mean = d.mean(axis=0)
-    cov = np.cov(d, rowvar=False)
-    return float(mean @ np.linalg.pinv(np.atleast_2d(cov)) @ mean)
-
-
 def rpc_pair(
     model_name: str,
     a: np.ndarray,
@@ -361,7 +371,6 @@ def rpc_pair(
     """
     import torch
 
-    from benchmarks.paper.train import adam
     from matlang.graphs import Graph
     from matlang.runtime.batch import Batch
     from matlang.runtime.models import build_model
@@ -376,13 +385,7 @@ def rpc_pair(
         m.setflags(write=False)
         return Graph(m, None, np.ones((m.shape[0], 1)))
 
-    # Drawn in this order (a's, b's, then a's reliability copies), as the seeds always were.
-    perms_a = relabellings(a.shape[0], q, rng)
-    perms_b = relabellings(b.shape[0], q, rng)
-    perms_rel = relabellings(a.shape[0], 2 * q, rng)
-    # Interleaved: copy i of the first graph, copy i of the second, ...; base 0 is a, 1 is b.
-    pair_members = [m for ab in zip(perms_a, perms_b) for m in ((0, ab[0]), (1, ab[1]))]
-    rel_members = [(0, p) for p in perms_rel]
+    pair_members, rel_members = draw_members(a, b, q, rng)
     bases = (a, b)
 
     def batches(members: list[tuple[int, np.ndarray]]) -> list[tuple[Any, list[Any]]]:
@@ -399,30 +402,8 @@ def rpc_pair(
 
     train_batches = with_inputs(batches(pair_members))
     rel_batches = with_inputs(batches(rel_members))
-    opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
-    loss_fn = torch.nn.CosineEmbeddingLoss(margin=0.0)
-    epochs_run, last_loss = 0, float("nan")
-    model.train()
-    for _ in range(cfg.epochs):
-        total = 0.0
-        for batch, inputs in train_batches:
-            opt.zero_grad()
-            out = model(batch, **inputs)
-            target = -torch.ones(out.shape[0] // 2)
-            loss = loss_fn(out[0::2], out[1::2], target)
-            loss.backward()
-            opt.step()
-            total += out.shape[0] / 2 * loss.item()
-        epochs_run += 1
-        last_loss = total / q
-        if last_loss < cfg.loss_threshold:
-            break
-        sched.step(last_loss)
-    model.eval()
-    with torch.no_grad():
-        emb = torch.cat([model(bt, **inp) for bt, inp in train_batches]).double().numpy()
-        rel = torch.cat([model(bt, **inp) for bt, inp in rel_batches]).double().numpy()
+    out, epochs_run, last_loss = train_rpc(model, train_batches, rel_batches, cfg)
+    emb, rel = (o.double().numpy() for o in out)
     t_pair = t_squared(emb[0::2], emb[1::2])
     t_rel = t_squared(rel[0::2], rel[1::2])
     distinct = t_pair > cfg.threshold and not np.isclose(t_pair, t_rel, rtol=1e-5, atol=cfg.atol)
@@ -447,22 +428,32 @@ def rpc_rows(
     progress: Progress = _identity,
     on_pair: Callable[[BrecResult], Any] | None = None,
 ) -> BrecResult:
-    """RPC for a reference model on the chosen pairs: separated = distinguished and reliable.
-    ``on_pair`` sees the result so far after every pair (``bench`` saves it)."""
+    """RPC for a reference model on the chosen pairs: separated = distinguished and reliable
+    (``cfg.input == "pyg"``: :func:`benchmarks.paper.brec_pyg.rpc_pair_pyg`, counted as BREC
+    counts, under both T² rules). ``on_pair`` sees the result so far after every pair
+    (``bench`` saves it)."""
     chosen = select_pairs(data, pairs)
     start = time.perf_counter()
     settings = {"seed": seed, **cfg.__dict__}
     if cfg.dtype == "float32":  # BREC's, and that of every file written before --dtype
         del settings["dtype"]
+    pair_fn: Callable[..., dict[str, Any]] = rpc_pair
+    if cfg.input == "supports":  # as every file written before --input
+        del settings["input"], settings["s_epsilon"]
+    else:
+        from benchmarks.paper.brec_pyg import PROTOCOL, rpc_pair_pyg
+
+        pair_fn, settings["protocol"] = rpc_pair_pyg, PROTOCOL
     outcomes: list[PairOutcome] = []
     for k in progress(chosen):
         i, j = data.pairs[k]
         t0 = time.perf_counter()
-        r = rpc_pair(
+        r = pair_fn(
             model_name, data.graphs[i].adjacency, data.graphs[j].adjacency, seed * 100_003 + k, cfg
         )
         r["seconds"] = round(time.perf_counter() - t0, 2)  # training and both tests
-        outcomes.append(PairOutcome(k, data.category(k), r["distinguished"] and r["reliable"], r))
+        separated = r.pop("separated", r["distinguished"] and r["reliable"])
+        outcomes.append(PairOutcome(k, data.category(k), separated, r))
         if on_pair is not None:
             on_pair(BrecResult(model_name, list(outcomes), time.perf_counter() - start, settings))
     return BrecResult(model_name, outcomes, time.perf_counter() - start, settings)
@@ -608,6 +599,7 @@ def merge_pairs(
         counts[r["category"]] += int(bool(r["separated"]))
         totals[r["category"]] += 1
     counts["Total"], totals["Total"] = sum(counts.values()), len(rows)
+    plain = plain_counts(rows)
     earlier = {k: old.get(k) for k in _PROVENANCE}
     earlier["pairs_run"] = old.get("pairs_run", [r["pair"] for r in old["per_pair"]])
     return {
@@ -615,6 +607,7 @@ def merge_pairs(
         "pairs": len(rows),
         "separated": counts["Total"],
         "counts": counts,
+        **({} if plain is None else {"counts_plain": plain}),
         "run_per_category": totals,
         "seconds": round(float(old.get("seconds", 0.0)) + float(new["seconds"]), 2),
         "per_pair": rows,
@@ -661,7 +654,11 @@ def bench(args: argparse.Namespace) -> int:
         name = f"bank-{model[5:].upper()}-k{args.max_size}"
     else:
         rpc = RPCConfig(
-            epochs=args.epochs, batch_size=args.batch_size, config=args.config, dtype=args.dtype
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            config=args.config,
+            dtype=args.dtype,
+            input=getattr(args, "input", "supports"),
         )
         name = rpc.row(model)
         _setup_model(args, model, rpc.config)
@@ -726,6 +723,8 @@ def bench(args: argparse.Namespace) -> int:
             summary["reliability_failures"] = sum(
                 1 for r in record["per_pair"] if r.get("reliable") is False
             )
+        if "counts_plain" in record:
+            summary["separated_plain"] = record["counts_plain"]["Total"]
         return record, summary
 
     status = out.run(run)

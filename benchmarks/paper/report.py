@@ -674,8 +674,10 @@ def _beyond_section(results: Sequence[Result]) -> list[str]:
 def _brec_section(results: Sequence[Result]) -> list[str]:
     """BREC (beyond the paper): WL rows, sentence banks and RPC-trained models per category."""
     from benchmarks.paper.brec import table
+    from benchmarks.paper.report_brec import is_rules_row, section
 
-    rows = [r.data for r in results if r.bench == "brec"]
+    every = [r.data for r in results if r.bench == "brec"]
+    rows = [d for d in every if not is_rules_row(d)]  # PyG-input rows: the section below
     out = ["## BREC (beyond the paper): pairs separated per category", ""]
     if not rows:
         return [*out, "_No result files for this table yet._", ""]
@@ -689,6 +691,7 @@ def _brec_section(results: Sequence[Result]) -> list[str]:
         "",
         table(rows),
         "",
+        *section(every),
     ]
     return out
 
