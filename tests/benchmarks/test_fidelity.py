@@ -320,7 +320,9 @@ def _results() -> list[dict]:  # type: ignore[type-arg]
 
 
 def test_report_counts_the_dirty_files(report_text: str) -> None:
-    rows = _results()
+    from benchmarks.paper.variants import load_files
+
+    rows = [d for _, d in load_files(RESULTS)]  # every result file, variants included
     dirty = sum(
         any(str(p.get("git_commit") or "").endswith("+dirty") for p in [d, *d.get("earlier", [])])
         for d in rows
@@ -345,7 +347,8 @@ def test_report_says_what_differs_from_the_paper(report_text: str) -> None:
             from benchmarks.paper.report_flags import MODEL_LABEL
 
             label = MODEL_LABEL.get(d["model"], d["model"])
-            assert f"{label} on {d['dataset'].upper()}: best epoch 1 of" in report_text
+            assert f"{label} on {d['dataset'].upper()} **¹" in report_text
+            assert "best epoch 1 of" in report_text
     # a GNNML3 file on the adjacency outside counting is flagged, with its parameter count
     exp = RESULTS / "exp-classify-exp-gnnml3.json"
     if exp.exists():
@@ -393,7 +396,7 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
     assert gnnml3_hops("filter") == model_configuration("gnnml3", "filter").support.receptive_field
 
     def rec(hops: int) -> dict:  # type: ignore[type-arg]
-        support = {"basis": "normalized_laplacian", "receptive_field": hops}
+        support = {"basis": "normalized_laplacian", "receptive_field": hops, "bandwidth": 10.0}
         return {
             "bench": "filter",
             "model": "gnnml3",
@@ -403,8 +406,10 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
         }
 
     marks, bits = deviations(rec(5))
-    assert marks == "†" and any("5-hop mask where the authors' script has 16" in b for b in bits)
-    assert deviations(rec(16)) == ("", [])
+    assert marks == "†ᶜ" and any("5-hop mask where the authors' script has 16" in b for b in bits)
+    # the authors' 16 hops: no protocol mark, but not the paper's text's 1-hop mask either
+    assert deviations(rec(16)) == ("ᶜ", ["GNNML3 with bandwidth b = 10 and a 16-hop mask "
+                                         "(the paper's text: b = 5, 1 hop)"])
 
 
 def test_report_flags_runs_shorter_than_their_protocol_or_on_a_subset() -> None:
