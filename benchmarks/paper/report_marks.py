@@ -179,7 +179,7 @@ def chance_accuracy(dataset: str) -> float | None:
 def _chance(data: dict[str, Any]) -> str | None:
     if data.get("bench") != "tu" or data.get("mean_accuracy") is None:
         return None
-    chance = chance_accuracy(str(data.get("dataset")))
+    chance = chance_accuracy(str(data.get("dataset")).removesuffix("-cont"))
     if chance is None:
         return None
     line = chance + CHANCE_SHARE * (100.0 - chance)

@@ -408,8 +408,10 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
     marks, bits = deviations(rec(5))
     assert marks == "†ᶜ" and any("5-hop mask where the authors' script has 16" in b for b in bits)
     # the authors' 16 hops: no protocol mark, but not the paper's text's 1-hop mask either
-    assert deviations(rec(16)) == ("ᶜ", ["GNNML3 with bandwidth b = 10 and a 16-hop mask "
-                                         "(the paper's text: b = 5, 1 hop)"])
+    assert deviations(rec(16)) == (
+        "ᶜ",
+        ["GNNML3 with bandwidth b = 10 and a 16-hop mask (the paper's text: b = 5, 1 hop)"],
+    )
 
 
 def test_report_flags_runs_shorter_than_their_protocol_or_on_a_subset() -> None:
