@@ -345,8 +345,7 @@ def render(
             "",
             *_table2_summary([r for r in used if id(r) in protocol_files], results, variant_rows),
             *TABLE2_DATASET_NOTE.get(ds, []),
-            seed_count_sentence(paper_rows, "count") if paper_rows else "",
-            "",
+            *([seed_count_sentence(paper_rows, "count"), ""] if paper_rows else []),
             md,
             "",
             *folded(
