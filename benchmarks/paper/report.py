@@ -25,6 +25,8 @@ from benchmarks.paper.paper_numbers import (
 )
 from benchmarks.paper.report_claims import (
     CRITERIA,
+    activation_note,
+    check_result,
     count_claims,
     not_reproduced,
     summary,
@@ -262,6 +264,16 @@ def _table_summary(used: Sequence[Result], criterion: str) -> list[str]:
     return summary(table_checks(used, row_label), CRITERIA[criterion])
 
 
+def _table1_summary(used: Sequence[Result], records: Sequence[dict[str, Any]]) -> list[str]:
+    """Table 1's summary, its second line saying what the missed models give with the
+    authors' activations where such files exist."""
+    lines = _table_summary(used, "table1")
+    missed = [r.model for r in used if any(not c.ok for c in check_result(r)) and r.bench == "iso"]
+    if lines and missed:
+        lines[1] += activation_note(records, missed)
+    return lines
+
+
 def _table2_summary(
     used: Sequence[Result], results: Sequence[Result], variant_rows: Sequence[Result]
 ) -> list[str]:
@@ -320,8 +332,9 @@ def render(
         "",
     ]
     md, used = table1(results)
+    every = list(provenance) if provenance is not None else [r.data for r in results]
     out += [
-        *_table_summary(used, "table1"),
+        *_table1_summary(used, every),
         "Random untrained models (3 layers, sum readout, linear map to 10 features), a pair is "
         "undistinguished when the L1 distance of its outputs stays below 1e-3 in every seed. "
         "Pairs: " + "; ".join(f"{ds} {n:,}" for ds, n in TABLE1_PAIRS.items()) + ".",
@@ -508,8 +521,7 @@ def _beyond_section(results: Sequence[Result]) -> list[str]:
         "",
         md,
         "",
-        _notes(used),
-        "",
+        *folded([_notes(used)], f"What ran for each cell ({len(used)} result files)"),
     ]
     return out
 

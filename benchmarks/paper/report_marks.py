@@ -35,8 +35,7 @@ CHANCE_SHARE = 0.06
 NOT_THE_PAPERS_DATASET: dict[str, dict[str, str]] = {
     "count": {
         "randomgraph": "Chen et al.'s 10-node graphs, not the paper's Random set (18.8 nodes)",
-        "paperlike": "graphs drawn here to the Random set's mean sizes, not the paper's Random "
-        "set",
+        "paperlike": "graphs drawn here to the Random set's mean sizes, not the paper's Random set",
     },
     "bandclass": {},
 }

@@ -303,13 +303,27 @@ def test_table1_counts_far_from_the_papers_are_claims_not_reproduced(tmp_path: P
 
     _write(tmp_path, "iso-graph8c-gcn.json", iso("gcn", 1370))
     _write(tmp_path, "iso-graph8c-gin.json", iso("gin", 350))
+    _write(tmp_path / "far", "iso-graph8c-gnnml1.json", iso("gnnml1", 500))
+    claims = _report(tmp_path / "far").split("## Claims of the paper not reproduced here", 1)[1]
+    far = '1-WL test which is 312 pairs for graph8c" (Table 1): not within 25 % for GNNML1 500'
+    assert far in claims
     text = _report(tmp_path)
     claims = text.split("## Claims of the paper not reproduced here", 1)[1]
+    assert "1-WL test which is 312" not in claims  # GIN 350: within 25 % of 312
     assert "- Table 1, GCN graph8c: 1370 vs the paper's 4775" in claims
     assert "GIN graph8c" not in claims  # 350 vs 386: within 25 %
     summary = text.split("## Table 1", 1)[1].split("| Model |", 1)[0]
     assert "**Matches the paper:** 1 of 2 cells" in summary
-    assert "**Does not:** GCN graph8c 1370 vs 4775. Why: 1 with no recorded deviation" in summary
+    assert "**Does not:** GCN graph8c 1370 vs 4775. Why: 1 carry no mark" in summary
+    assert "authors' tanh" not in summary
+    # the authors' tanh activations, where a file ran them, are said beside the miss
+    tanh = {
+        **iso("gcn", 6310),
+        "config": {"dtype": "float32", "model_options": {"activation": "tanh"}},
+    }
+    _write(tmp_path, "iso-graph8c-gcn.activation-tanh.float32.json", tanh)
+    summary = _report(tmp_path).split("## Table 1", 1)[1].split("| Model |", 1)[0]
+    assert "With the authors' tanh activations" in summary and "GCN 6310 (paper 4775)" in summary
 
 
 def test_summary_counts_matches_and_names_the_marks() -> None:
@@ -324,7 +338,7 @@ def test_summary_counts_matches_and_names_the_marks() -> None:
     assert first.startswith("**Matches the paper:** 1 of 3 cells (criterion)")
     assert "1 ᵖ (parameter budget)" in first
     assert second.startswith("**Does not:** B x 1 vs 9, C x 2 vs 9. Why: marked: 1 †")
-    assert "1 ᵈ (another dataset)" in second and "1 with no recorded deviation" in second
+    assert "1 ᵈ (another dataset)" in second and "1 carry no mark" in second
     assert blank == ""
 
 
