@@ -382,3 +382,21 @@ def test_table3_axis_shows_negative_r2() -> None:
     fig.canvas.draw()
     legend = fig.axes[2].get_legend().get_window_extent()
     assert legend.x0 >= band.get_window_extent().x1
+
+
+def test_report_says_which_variant_files_it_shows_in_their_own_sections(tmp_path: Path) -> None:
+    from benchmarks.paper.report_files import describe_scan, scan_results
+
+    _write(tmp_path, "tu-mutag-gin.authors.json", _tu("mutag", 88.0, 87.0))
+    _write(tmp_path, "tu-mutag-gin.no-norm.json", _tu("mutag", 80.0, 79.0))
+    results, skipped = scan_results(tmp_path)
+    lines = describe_scan(tmp_path, results, skipped)
+    assert "read 1 variant file(s) for sections of their own:" in lines
+    assert (
+        f"  {tmp_path / 'tu-mutag-gin.authors.json'}: in the TU table of the authors' protocol"
+        in (lines)
+    )
+    assert "skipped 1 file(s):" in lines
+    assert any(
+        x.startswith(f"  {tmp_path / 'tu-mutag-gin.no-norm.json'}: the variant") for x in lines
+    )
