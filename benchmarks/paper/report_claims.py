@@ -93,7 +93,7 @@ def check_result(r: Result, label: str | None = None) -> list[Check]:
     if r.bench == "exp-classify" and m in PAPER_TABLE1:
         paper, acc = PAPER_TABLE1[m][3], 100 * float(d["median_accuracy"])
         return [
-            Check(f"{name} EXP-classify", f"{acc:.1f}%", f"{paper:.1f}%", acc >= paper - 5, marks)
+            Check(f"EXP-classify, {name}", f"{acc:.1f}%", f"{paper:.1f}%", acc >= paper - 5, marks)
         ]
     if r.bench == "count" and m in PAPER_TABLE2 and d.get("task") in TABLE2_TASKS:
         k = TABLE2_TASKS.index(str(d["task"]))
@@ -189,11 +189,12 @@ def activation_note(records: Sequence[dict[str, Any]], missed: Sequence[str]) ->
 # --------------------------------------------------------------------------- the claims
 
 
-def _why(r: Result) -> str:
+def _why(r: Result, before: str = "") -> str:
     """The marks of ``r``'s cell (the legend and the cell's note say what they mean), or that
-    no recorded deviation explains it."""
+    no recorded deviation explains it, in brackets after ``before``."""
     marks = deviations(r.data)[0]
-    return f" (marked {marks})" if marks else " (no recorded deviation: not explained)"
+    why = f"marked {marks}" if marks else "no recorded deviation: not explained"
+    return f" ({before}; {why})" if before else f" ({why})"
 
 
 def _e(v: float) -> str:
@@ -342,7 +343,7 @@ def _tu_rows(results: Sequence[Result]) -> list[str]:
                 out.append(
                     f"- TU {dataset_label(str(r.data['dataset']))}, "
                     f"{MODEL_LABEL.get(r.model, r.model)}: {c.ours} vs the paper's {c.paper} "
-                    f"(below its mean − std){_why(r)}"
+                    f"{_why(r, 'below its mean − std')}"
                 )
     return out
 
@@ -366,8 +367,20 @@ def not_reproduced(
     ]
     out += iso_claims(results)
     out += count_claims(results, variant_rows, label_of)
-    out += _cell_rows(results)
-    out += _tu_rows(results)
+    cells, tu = _cell_rows(results), _tu_rows(results)
+    if cells or tu:
+        out += [
+            f"- Cells that do not match the paper: {len(cells)} in Tables 1–3, {len(tu)} in the "
+            "TU table (listed below, with their marks)",
+            "",
+            "<details><summary>The cells, one a line</summary>",
+            "",
+            *cells,
+            *tu,
+            "",
+            "</details>",
+            "",
+        ]
 
     def have(bench: str, m: str, **where: Any) -> bool:
         return any(

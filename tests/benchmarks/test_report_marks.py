@@ -400,3 +400,23 @@ def test_report_says_which_variant_files_it_shows_in_their_own_sections(tmp_path
     assert any(
         x.startswith(f"  {tmp_path / 'tu-mutag-gin.no-norm.json'}: the variant") for x in lines
     )
+
+
+def test_exp_classify_more_than_5_points_below_is_listed(tmp_path: Path) -> None:
+    def exp(model: str, acc: float) -> dict[str, Any]:
+        return {
+            "bench": "exp-classify",
+            "dataset": "exp",
+            "model": model,
+            "median_accuracy": acc,
+            "seeds": list(range(10)),
+            "config": {"epochs_max": 200, "batch_size": 50, "lr": 0.001},
+            "runs": [{"seed": s, "best_epoch": 5, "epochs_run": 200} for s in range(10)],
+            "wall_seconds": 1,
+        }
+
+    _write(tmp_path, "exp-classify-exp-chebnet.json", exp("chebnet", 0.70))
+    _write(tmp_path, "exp-classify-exp-gcn.json", exp("gcn", 0.48))
+    claims = _report(tmp_path).split("## Claims of the paper not reproduced here", 1)[1]
+    assert "- Table 1, EXP-classify, ChebNet: 70.0% vs the paper's 82.0% (no recorded" in claims
+    assert "EXP-classify, GCN" not in claims  # 48 % vs 50 %: within 5 points
