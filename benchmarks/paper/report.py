@@ -23,6 +23,15 @@ from benchmarks.paper.paper_numbers import (
     TABLE2_TASKS,
     TABLE3_TASKS,
 )
+from benchmarks.paper.report_claims import (
+    CRITERIA,
+    activation_note,
+    check_result,
+    count_claims,
+    not_reproduced,
+    summary,
+    table_checks,
+)
 from benchmarks.paper.report_files import Result, load_results, scan_results
 from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
@@ -35,8 +44,8 @@ from benchmarks.paper.report_flags import (
     provenance_summary,
     run_note,
     seed_count_sentence,
-    tu_flags,
 )
+from benchmarks.paper.report_marks import checking_commits, legend
 from benchmarks.records import check_replaceable
 
 #: report.md's first line: how a rewrite knows the file is its own.
@@ -135,7 +144,10 @@ def row_label(r: Result) -> str:
     """The table row of ``r``: :data:`TABLE2_VARIANT_ROWS`'s label for its (model, variant),
     else its model's label."""
     variant = r.data.get("config", {}).get("variant")
-    return TABLE2_VARIANT_ROWS.get((r.model, variant)) or MODEL_LABEL.get(r.model, r.model)
+    label = TABLE2_VARIANT_ROWS.get((r.model, variant)) or MODEL_LABEL.get(r.model, r.model)
+    if r.bench == "filter" and r.data.get("config", {}).get("arch") == "authors":
+        return TABLE3_ARCH_LABEL.format(label)
+    return label
 
 
 #: Table 3's rows from ``bench filter --arch authors`` files (``….authors-arch.json``).
@@ -234,102 +246,6 @@ def table3(
     return "\n".join(lines), used
 
 
-# --------------------------------------------------------------------------- plots
-
-
-def _plot_table1(results: Sequence[Result], path: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    models = [
-        m for m in MODEL_ORDER if any(_find(results, "iso", m, dataset=d) for d in TABLE1_PAIRS)
-    ]
-    if not models:
-        return False
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (k, ds) in zip(axes, enumerate(("graph8c", "sr25", "exp")), strict=True):
-        xs = range(len(models))
-        ours = [_find(results, "iso", m, dataset=ds) for m in models]
-        ov = [r.data["undistinguished"] + 1 if r else math.nan for r in ours]
-        pv = [PAPER_TABLE1[m][k] + 1 if m in PAPER_TABLE1 else math.nan for m in models]
-        ax.bar([x - 0.2 for x in xs], ov, 0.4, label="ours")
-        ax.bar([x + 0.2 for x in xs], pv, 0.4, label="paper")
-        ax.set_yscale("log")
-        ax.set_ylim(bottom=0.8)
-        ax.set_xticks(list(xs), [MODEL_LABEL.get(m, m) for m in models], rotation=45, ha="right")
-        ax.set_title(f"{ds} ({TABLE1_PAIRS[ds]:,} pairs)")
-        ax.set_ylabel("undistinguished pairs + 1")
-    axes[0].legend()
-    fig.suptitle("Table 1: pairs no seed distinguishes (lower is better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def _plot_table2(results: Sequence[Result], dataset: str, path: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rs = [r for r in results if r.bench == "count" and r.data.get("dataset") == dataset]
-    models = [m for m in MODEL_ORDER if any(r.model == m for r in rs)]
-    if not models:
-        return False
-    fig, ax = plt.subplots(figsize=(12, 4.5))
-    width = 0.8 / len(models)
-    for i, m in enumerate(models):
-        xs = [t + (i - (len(models) - 1) / 2) * width for t in range(len(TABLE2_TASKS))]
-        ours = [_find(rs, "count", m, task=t) for t in TABLE2_TASKS]
-        ys = [r.data["median_test_mse"] if r else math.nan for r in ours]
-        bars = ax.bar(xs, ys, width, label=MODEL_LABEL.get(m, m))
-        if m in PAPER_TABLE2:
-            ax.scatter(xs, PAPER_TABLE2[m], marker="_", s=200, color="black", zorder=3)
-        del bars
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(TABLE2_TASKS)), list(TABLE2_HEAD))
-    ax.set_ylabel("median test MSE (normalised targets)")
-    ax.set_title(f"Table 2 on {dataset}: bars ours, black ticks the paper's (lower is better)")
-    ax.legend(ncol=min(5, len(models)), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def _plot_table3(results: Sequence[Result], path: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    models = [
-        m for m in MODEL_ORDER if any(_find(results, "filter", m, task=t) for t in TABLE3_TASKS)
-    ]
-    if not models:
-        return False
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (k, task) in zip(axes, enumerate(TABLE3_TASKS), strict=True):
-        xs = range(len(models))
-        ours = [_find(results, "filter", m, task=task) for m in models]
-        ov = [r.data["median_r2"] if r else math.nan for r in ours]
-        pv = [PAPER_TABLE3[m][k] if m in PAPER_TABLE3 else math.nan for m in models]
-        ax.bar([x - 0.2 for x in xs], ov, 0.4, label="ours")
-        ax.bar([x + 0.2 for x in xs], pv, 0.4, label="paper")
-        ax.set_ylim(min([0.0, *(v for v in ov if not math.isnan(v))]), 1.05)
-        ax.set_xticks(list(xs), [MODEL_LABEL.get(m, m) for m in models], rotation=45, ha="right")
-        ax.set_title(f"{task}-pass R²")
-    axes[0].legend()
-    fig.suptitle("Table 3: 2D-grid filtering, test R² on the interior (higher is better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
 # --------------------------------------------------------------------------- report
 
 
@@ -339,38 +255,94 @@ def _notes(used: Sequence[Result]) -> str:
     return "\n".join(f"- {row_label(r)}: {run_note(r.path.name, r.data)}" for r in used)
 
 
+def folded(lines: Sequence[str], title: str) -> list[str]:
+    """``lines`` folded under ``title`` (an HTML ``<details>`` block GitHub renders)."""
+    return [f"<details><summary>{title}</summary>", "", *lines, "", "</details>", ""]
+
+
+def _table_summary(used: Sequence[Result], criterion: str) -> list[str]:
+    return summary(table_checks(used, row_label), CRITERIA[criterion])
+
+
+def _table1_summary(used: Sequence[Result], records: Sequence[dict[str, Any]]) -> list[str]:
+    """Table 1's summary, its second line saying what the missed models give with the
+    authors' activations where such files exist."""
+    lines = _table_summary(used, "table1")
+    missed = [r.model for r in used if any(not c.ok for c in check_result(r)) and r.bench == "iso"]
+    if lines and missed:
+        lines[1] += activation_note(records, missed)
+    return lines
+
+
+def _table2_summary(
+    used: Sequence[Result], results: Sequence[Result], variant_rows: Sequence[Result]
+) -> list[str]:
+    """Table 2's summary, its second line also counting the paper's sentences on counting
+    that the files contradict."""
+    lines = _table_summary(used, "table2")
+    claims = count_claims(results, variant_rows, row_label)
+    if lines and claims:
+        lines[1] += (
+            f" And {len(claims)} of the paper's sentences on this table are not reproduced "
+            "([listed at the end](#claims-of-the-paper-not-reproduced-here))."
+        )
+    return lines
+
+
+#: The protocol marks' legend lines (the other marks': :mod:`benchmarks.paper.report_marks`).
+PROTOCOL_MARKS = (
+    (
+        MARK_DEVIATES,
+        "the run differs from the paper's protocol (seeds, epochs, batch, model "
+        "configuration, a subset of the data): the cell's note says how",
+    ),
+    (MARK_LAST, "its best epoch is the last one run (budget-bound, still improving)"),
+    (MARK_DIRTY, "the file was written from a tree with uncommitted changes"),
+)
+
+
 def render(
     results: Sequence[Result],
     plots: dict[str, str] | None = None,
     variant_rows: Sequence[Result] = (),
+    extra: Sequence[str] = (),
+    provenance: Sequence[dict[str, Any]] | None = None,
 ) -> str:
     """The Markdown report (``plots``: table name → PNG file name to link; ``variant_rows``:
-    Table 2's rows from variant files, :func:`table2_variant_rows`)."""
+    Table 2's rows from variant files, :func:`table2_variant_rows`; ``extra``: the variant
+    sections' lines, appended; ``provenance``: every result file of the folder, for the
+    provenance paragraph, else ``results``'). The legend lists the marks the body shows."""
     plots = plots or {}
-    out = [
+    head = [
         REPORT_HEADING,
         "",
         "Cells read **ours / paper** (Balcilar et al., ICML 2021). `–`: not run (ours) or not "
-        "in the paper. The notes under each table say exactly what was run for each number "
-        "(seeds, epochs, batch size, wall time); the result files hold the per-seed numbers.",
-        "",
-        f"Markers on our numbers: **{MARK_DEVIATES}** the run differs from the paper's (seeds, "
-        f"epochs, batch, dataset or model configuration: the cell's note says how); "
-        f"**{MARK_LAST}** its best epoch is the last one run (budget-bound, still improving); "
-        f"**{MARK_DIRTY}** the file was written from a tree with uncommitted changes. "
-        "Where the paper's numbers are not reproduced is listed at the end "
+        "in the paper. Each table opens with what matches the paper and what does not; what "
+        "ran for each number (seeds, epochs, batch size, wall time) is folded under it, and "
+        "the result files hold the per-seed numbers. Where the paper's numbers and sentences "
+        "are not reproduced is listed at the end "
         "([claims not reproduced](#claims-of-the-paper-not-reproduced-here)).",
         "",
-        *provenance_summary([r.data for r in results]),
+    ]
+    out = [
+        *provenance_summary(
+            list(provenance) if provenance is not None else [r.data for r in results]
+        ),
         "## Table 1: undistinguished pairs and EXP classification",
         "",
+    ]
+    md, used = table1(results)
+    every = list(provenance) if provenance is not None else [r.data for r in results]
+    out += [
+        *_table1_summary(used, every),
         "Random untrained models (3 layers, sum readout, linear map to 10 features), a pair is "
         "undistinguished when the L1 distance of its outputs stays below 1e-3 in every seed. "
         "Pairs: " + "; ".join(f"{ds} {n:,}" for ds, n in TABLE1_PAIRS.items()) + ".",
         "",
+        md,
+        "",
+        *folded([_notes(used)], f"What ran for each cell ({len(used)} result files)"),
     ]
-    md, used = table1(results)
-    out += [md, "", _notes(used), ""]
     if "table1" in plots:
         out += [f"![Table 1]({plots['table1']})", ""]
     datasets = sorted({str(r.data.get("dataset")) for r in results if r.bench == "count"})
@@ -384,19 +356,23 @@ def render(
         out += [
             f"### dataset `{ds}`",
             "",
+            *_table2_summary([r for r in used if id(r) in protocol_files], results, variant_rows),
             *TABLE2_DATASET_NOTE.get(ds, []),
-            seed_count_sentence(paper_rows, "count") if paper_rows else "",
-            "",
+            *([seed_count_sentence(paper_rows, "count"), ""] if paper_rows else []),
             md,
             "",
-            _notes(used),
-            "",
+            *folded(
+                [TABLE2_LABELS_NOTE, "", _notes(used)],
+                f"What ran for each cell ({len(used)} result files)",
+            ),
         ]
         if f"table2-{ds}" in plots:
             out += [f"![Table 2 on {ds}]({plots[f'table2-{ds}']})", ""]
+    md, used = table3(results, variant_rows)
     out += [
         "## Table 3: spectral filtering on the 2D grid (test R²)",
         "",
+        *_table_summary(used, "table3"),
         "The planar-graph frequency classification (last column, `matlang bench bandclass`) "
         "runs on graphs generated by the authors' published procedure with a draw of our own "
         "(benchmarks/paper/bandclass.py; their file is not published), so its cells compare "
@@ -404,30 +380,38 @@ def render(
         "authors' `filtering.py` trains 2,000 epochs (`freqclass.py`: 3,000); the cells' notes "
         "say what ours are.",
         "",
+        md,
+        "",
+        *folded([_notes(used)], f"What ran for each cell ({len(used)} result files)"),
     ]
-    md, used = table3(results, variant_rows)
-    out += [md, "", _notes(used), ""]
     if "table3" in plots:
         out += [f"![Table 3]({plots['table3']})", ""]
     out += _table4_section(results)
     out += _beyond_section(results)
     out += _brec_section(results)
     out += _tu_section(results)
-    out += not_reproduced(results)
-    return "\n".join(out)
+    out += not_reproduced(results, variant_rows, row_label)
+    body = "\n".join(out)
+    if extra:
+        body = body.rstrip("\n") + "\n\n" + "\n".join(extra)
+    return "\n".join([*head, *legend(body, PROTOCOL_MARKS)]) + "\n" + body
+
+
+#: What the labels of Table 2 are, and what a "disagreement" in its notes is.
+TABLE2_LABELS_NOTE = (
+    "Labels: the exact count of each graph, computed here by its counting sentence (normalised "
+    "to unit standard deviation). A *disagreement* is a graph where the count stored in the "
+    "dataset's own file (named in the note) differs from the exact count by more than 1e-6 "
+    "relative; the file's labels are never used for training or testing."
+)
 
 
 def _tu_section(results: Sequence[Result]) -> list[str]:
-    """The appendix's TU table (see :func:`benchmarks.paper.tu.tu_section`) and the flags of
-    its cells (:func:`tu_flags`)."""
+    """The appendix's TU table (:func:`benchmarks.paper.tu_report.tu_section`: its summary,
+    the table, the marked cells' notes folded)."""
     from benchmarks.paper.tu_report import tu_section
 
-    rows = [r.data for r in results if r.bench == "tu"]
-    out = tu_section(rows)
-    flags = tu_flags(rows)
-    if flags and out and not out[-1]:
-        out = out[:-1]
-    return [*out, *flags]
+    return tu_section([r.data for r in results if r.bench == "tu"])
 
 
 def _table4_section(results: Sequence[Result]) -> list[str]:
@@ -456,134 +440,6 @@ def _table4_section(results: Sequence[Result]) -> list[str]:
         label = MODEL_LABEL.get(m, m)
         out.append(f"| {label} | {zo} / {zm:.4f} ± {zs:.3f} | {ao} / {am:.2f}% ± {as_:.2f} |")
     return [*out, "", _notes(used) if used else "_Data not available here: no cell run._", ""]
-
-
-def _ratio_rows(
-    results: Sequence[Result],
-) -> list[str]:
-    """Cells of Tables 1–3 not reproduced: EXP-classify more than 5 points below the paper's
-    accuracy, Table 2 at ≥ 2× the paper's MSE, Table 3 more than 0.05 R² from the paper's
-    (either way)."""
-    out = []
-    for r in results:
-        m = r.model
-        if r.bench == "count" and m in PAPER_TABLE2 and r.data.get("task") in TABLE2_TASKS:
-            paper = PAPER_TABLE2[m][TABLE2_TASKS.index(r.data["task"])]
-            ours = r.data.get("median_test_mse")
-            if ours is not None and ours >= 2 * paper:
-                head = TABLE2_HEAD[TABLE2_TASKS.index(r.data["task"])]
-                out.append(
-                    f"- Table 2, {MODEL_LABEL[m]} {head}: {_sci(ours)} vs the paper's "
-                    f"{_sci(paper)} ({ours / paper:.1f}×){_why(r)}"
-                )
-        if r.bench == "exp-classify" and m in PAPER_TABLE1:
-            paper = PAPER_TABLE1[m][3]
-            acc = r.data.get("median_accuracy")
-            if acc is not None and 100 * acc < paper - 5:
-                out.append(
-                    f"- Table 1, EXP-classify, {MODEL_LABEL[m]}: {100 * acc:.1f}% vs the "
-                    f"paper's {paper:.1f}% (below by more than 5 points){_why(r)}"
-                )
-        if r.bench == "filter" and m in PAPER_TABLE3 and r.data.get("task") in TABLE3_TASKS:
-            paper = PAPER_TABLE3[m][TABLE3_TASKS.index(r.data["task"])]
-            ours = r.data.get("median_r2")
-            if ours is not None and abs(ours - paper) > 0.05:
-                out.append(
-                    f"- Table 3, {MODEL_LABEL[m]} {r.data['task']}-pass: R² {_r2(ours)} vs the "
-                    f"paper's {_r2(paper)} ({'above' if ours > paper else 'below'}; not "
-                    f"explained){_why(r)}"
-                )
-    return out
-
-
-def _why(r: Result) -> str:
-    marks, differs = deviations(r.data)
-    return f" — {'; '.join(differs)}" if differs else ""
-
-
-def not_reproduced(results: Sequence[Result]) -> list[str]:
-    """The paper's claims and cells these files do not reproduce, computed from them, and
-    the parts of the paper that have no result here."""
-    from benchmarks.paper.tu import DATASETS, PAPER_TU, dataset_label
-
-    out = ["## Claims of the paper not reproduced here", ""]
-    stars = [
-        r
-        for r in results
-        if r.bench == "count"
-        and r.data.get("task") == "star"
-        and r.model in PAPER_TABLE2
-        and r.model not in ("mlp", "ppgn", "gnnml3")
-        and r.data["median_test_mse"] > 2e-4
-    ]
-    if stars:
-        out.append(
-            '- "Every model counts 3-stars at 1e-4" (Table 2): not for '
-            + ", ".join(
-                f"{MODEL_LABEL[r.model]} ({_sci(r.data['median_test_mse'])})"
-                for r in sorted(stars, key=lambda r: -r.data["median_test_mse"])
-            )
-            + " on `randomgraph`."
-        )
-    custom = sorted(
-        (r.data["median_test_mse"], r.model)
-        for r in results
-        if r.bench == "count"
-        and r.data.get("task") == "custom"
-        and r.model in ("gcn", "gat", "gin", "chebnet", "gnnml1")
-    )
-    if custom and custom[0][1] not in ("gnnml1", "chebnet"):
-        out.append(
-            '- "GNNML1 and ChebNet approximate the custom sentence better than the other '
-            'MPNNs" (Table 2): our best message-passing model on it is '
-            + ", then ".join(f"{MODEL_LABEL[m]} {_sci(v)}" for v, m in custom)
-            + "."
-        )
-    out += _ratio_rows(results)
-    for r in results:
-        if r.bench != "tu":
-            continue
-        paper = PAPER_TU.get(r.model, {}).get(str(r.data.get("dataset")))
-        if not paper:
-            continue
-        mean, std = paper
-        ours = r.data.get("mean_accuracy")
-        if ours is not None and ours < mean - std:
-            out.append(
-                f"- TU {dataset_label(str(r.data['dataset']))}, "
-                f"{MODEL_LABEL.get(r.model, r.model)}: "
-                f"{ours:.1f} vs the paper's {mean} ± {std} (below its mean − std){_why(r)}"
-            )
-    missing = [
-        f"EXP-classify with {MODEL_LABEL[m]}"
-        for m in PAPER_TABLE1
-        if not _find(results, "exp-classify", m)
-    ] + [
-        f"Table 3 {t}-pass with {MODEL_LABEL[m]}"
-        for m in PAPER_TABLE3
-        for t in TABLE3_TASKS
-        if not _find(results, "filter", m, task=t)
-    ]
-    unclassified = [MODEL_LABEL[m] for m in PAPER_TABLE3 if not _find(results, "bandclass", m)]
-    if unclassified:
-        missing.append(
-            "Table 3's planar-graph classification with "
-            + ", ".join(unclassified)
-            + " (`matlang bench bandclass`: 3,000 graphs of 200 nodes a training epoch, 3,000 "
-            "epochs; the MLP's epoch takes ~6 s on one core here, ~5 hours a seed: a GPU's work)"
-        )
-    missing += [
-        f"the TU {dataset_label(d)} column"
-        for d in DATASETS
-        if not any(r.bench == "tu" and r.data.get("dataset") == d for r in results)
-    ]
-    out += [
-        "- Not run at all: " + (", ".join(missing) + "; " if missing else "") + "Table 4 "
-        "(ZINC-12K, MNIST-75: data not available here); the paper's hyper-parameter search "
-        "(every model runs one fixed configuration).",
-        "",
-    ]
-    return out
 
 
 #: Column order of the counting-beyond-the-paper table (other patterns follow, sorted).
@@ -665,8 +521,7 @@ def _beyond_section(results: Sequence[Result]) -> list[str]:
         "",
         md,
         "",
-        _notes(used),
-        "",
+        *folded([_notes(used)], f"What ran for each cell ({len(used)} result files)"),
     ]
     return out
 
@@ -716,23 +571,26 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     links: dict[str, str] = {}
-    if plots:
-        jobs: list[tuple[str, Any]] = [("table1", lambda p: _plot_table1(results, p))]
-        for ds in sorted({str(r.data.get("dataset")) for r in results if r.bench == "count"}):
-            jobs.append((f"table2-{ds}", lambda p, ds=ds: _plot_table2(results, ds, p)))
-        jobs.append(("table3", lambda p: _plot_table3(results, p)))
-        for name, job in jobs:
-            path = out / f"{name}.png"
-            if job(path):
-                links[name] = path.name
-                written.append(path)
-    # variant runs (the counting ablation, Table 1 in float32): their own sections and JSON
-    from benchmarks.paper.variants import variants_report
+    from benchmarks.paper import report_plots as rp
 
-    tables, extra = variants_report(results_dir)
-    text = render(results, links, table2_variant_rows(results_dir))
+    with checking_commits(results_dir):
+        if plots:
+            jobs: list[tuple[str, Any]] = [("table1", rp.figure_table1(results, MODEL_ORDER))]
+            for ds in sorted({str(r.data.get("dataset")) for r in results if r.bench == "count"}):
+                jobs.append((f"table2-{ds}", rp.figure_table2(results, ds, MODEL_ORDER)))
+            jobs.append(("table3", rp.figure_table3(results, MODEL_ORDER)))
+            for name, fig in jobs:
+                path = out / f"{name}.png"
+                if rp.save(fig, path):
+                    links[name] = path.name
+                    written.append(path)
+        # variant runs (the counting ablation, Table 1 in float32): their own sections and JSON
+        from benchmarks.paper.variants import load_files, variants_report
+
+        tables, extra = variants_report(results_dir)
+        every = [d for _, d in load_files(results_dir)]
+        text = render(results, links, table2_variant_rows(results_dir), extra, every)
     if extra:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(extra)
         path = out / "report-variants.json"
         path.write_text(json.dumps(tables, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)

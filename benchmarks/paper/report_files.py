@@ -36,10 +36,33 @@ class Result:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A JSON file of the folder that is no cell of the tables, and why."""
+    """A JSON file of the folder that is no cell of the paper's tables, and why (``shown``:
+    the report's section that shows it instead, if any)."""
 
     path: Path
     reason: str
+    shown: str | None = None
+
+
+def shown_in(name: str, data: dict[str, Any]) -> str | None:
+    """The section of the report that shows a variant result file (``None``: none does): the
+    counting ablation (its ``batch 10, 200 epochs`` arm is also Table 2's "GNNML3, batch 10"
+    row), Table 1 in float32, Table 3's authors'-architecture rows, the TU tables under the
+    authors' protocol and architectures."""
+    bench, cfg = data.get("bench"), data.get("config") or {}
+    variant = str(cfg.get("variant") or "")
+    if bench == "count" and data.get("model") == "gnnml3" and variant.startswith("abl"):
+        row = " and Table 2's row GNNML3, batch 10" if variant == "abl-e200" else ""
+        return "the GNNML3 counting ablation" + row
+    if bench == "iso" and name.endswith(".float32.json"):
+        return "Table 1 in float32 and float64"
+    if bench == "filter" and name.endswith(".authors-arch.json") and cfg.get("arch") == "authors":
+        return "Table 3's rows of the authors' architecture"
+    if bench == "tu" and name.endswith(".authors.authors-arch.json"):
+        return "the TU table of the authors' protocol and architectures"
+    if bench == "tu" and name.endswith(".authors.json"):
+        return "the TU table of the authors' protocol"
+    return None
 
 
 def scan_results(folder: str | Path) -> tuple[list[Result], list[Skipped]]:
@@ -64,7 +87,8 @@ def scan_results(folder: str | Path) -> tuple[list[Result], list[Skipped]]:
         if path.name == name:
             out.append(Result(path, data))
         else:
-            skipped.append(Skipped(path, _variant_reason(name, path.name, data)))
+            shown = shown_in(path.name, data)
+            skipped.append(Skipped(path, _variant_reason(name, path.name, data), shown))
     return out, skipped
 
 
@@ -111,7 +135,12 @@ def describe_scan(
     lines += [f"  {r.path}" for r in results[:limit]]
     if len(results) > limit:
         lines.append(f"  ... and {len(results) - limit} more")
-    if skipped:
-        lines.append(f"skipped {len(skipped)} file(s):")
-        lines += [f"  {s.path}: {s.reason}" for s in skipped]
+    variants = [s for s in skipped if s.shown]
+    if variants:
+        lines.append(f"read {len(variants)} variant file(s) for sections of their own:")
+        lines += [f"  {s.path}: in {s.shown}" for s in variants]
+    others = [s for s in skipped if not s.shown]
+    if others:
+        lines.append(f"skipped {len(others)} file(s):")
+        lines += [f"  {s.path}: {s.reason}" for s in others]
     return lines

@@ -203,6 +203,11 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             f"best epoch = the last epoch run in {len(last)} of {len(runs)} seed(s): still "
             "improving when the budget ended"
         )
+    tu_epochs = int(cfg.get("epochs") or 0) if bench == "tu" else 0
+    tu_best = data.get("best_epoch") if bench == "tu" else None
+    if tu_epochs and isinstance(tu_best, int) and tu_best > 1 and tu_best >= tu_epochs - 2:
+        marks += MARK_LAST
+        bits.append(f"best epoch {tu_best} of {tu_epochs}: still improving when training ended")
     if is_dirty(data):
         marks += MARK_DIRTY
         piece = next(
@@ -217,37 +222,35 @@ def deviations(data: dict[str, Any]) -> tuple[str, list[str]]:
             + (f", diff sha256 `{digest[:12]}`" if digest else ", diff not recorded")
             + "): the code that ran is not one commit"
         )
+    from benchmarks.paper.report_marks import cell_marks
+
+    for mark, phrase in cell_marks(data):
+        marks += mark.symbol
+        bits.append(phrase)
     return marks, bits
 
 
 def tu_flags(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Markdown lines under a TU table: the cells whose best epoch is the first or the last
-    (the mean at the first epoch is no trained result; the last: still improving), the GNNML3
-    cells not in the paper's configuration, and files from a dirty tree."""
+    """Markdown lines under a TU table: what each marked cell's marks mean for it (a best
+    epoch that is the first or the last, chance level, the parameter budget, a configuration
+    not the paper's, a dirty tree)."""
     from benchmarks.paper.tu_protocols import dataset_label
 
     out = []
     for d in sorted(rows, key=lambda d: (str(d.get("dataset")), str(d.get("model")))):
         model = str(d.get("model"))
         cell = f"{MODEL_LABEL.get(model, model)} on {dataset_label(str(d.get('dataset')))}"
-        epochs = int((d.get("config") or {}).get("epochs") or 0)
-        best = d.get("best_epoch")
-        said = []
-        if best == 1:
-            said.append(
-                f"best epoch 1 of {epochs}: {d.get('mean_accuracy', 0):.1f} is the accuracy after "
-                "one epoch, not a trained result (the model did not improve on it in "
-                f"{epochs - 1} more epochs; last epoch {d.get('last_epoch_mean_accuracy', 0):.1f})"
-            )
-        elif best is not None and epochs and best >= epochs - 2:
-            said.append(f"best epoch {best} of {epochs}: still improving when training ended")
-        _, differs = deviations(d)
-        said += [b for b in differs if not b.startswith("best epoch")]
+        marks, said = deviations(d)
         if said:
-            out.append(f"- {cell}: " + "; ".join(said))
+            out.append(f"- {cell} **{marks}**: " + "; ".join(said))
     if not out:
         return []
-    return ["Flags (best epoch chosen on the test folds, as the paper and GIN):", "", *out, ""]
+    return [
+        "Marked cells (best epoch chosen on the test folds, as the paper and GIN):",
+        "",
+        *out,
+        "",
+    ]
 
 
 #: Table 2's dataset, said under its heading: what it is and how it differs from the paper's.
@@ -284,30 +287,40 @@ def seed_count_sentence(cells: Sequence[dict[str, Any]], bench: str) -> str:
 
 
 def provenance_summary(records: Sequence[dict[str, Any]]) -> list[str]:
-    """A paragraph: how many of the result files were written from a dirty tree, and how many
-    pieces were re-run from a clean one in their place (``bench merge --replace``)."""
+    """A paragraph: how many of the result files were written from a dirty tree, how many
+    record a commit the repository does not hold, and how many pieces were re-run from a clean
+    tree in their place (``bench merge --replace``)."""
+    from benchmarks.paper.report_marks import COMMIT, cell_marks
+
     dirty = [d for d in records if is_dirty(d)]
     redone = [d for d in records if d.get("replaced")]
-    if not dirty and not redone:
+    absent = [d for d in records if any(m is COMMIT for m, _ in cell_marks(d))]
+    if not dirty and not redone and not absent:
         return []
     if dirty:
         head = (
-            f"Provenance: {len(dirty)} of {len(records)} result files read here were written "
-            f"from a tree with uncommitted changes (marked {MARK_DIRTY}); result files in "
-            "`results/` are now written only from a clean tree, and a run from a dirty tree "
+            f"Provenance: {len(dirty)} of {len(records)} result files in the folder were "
+            f"written from a tree with uncommitted changes (marked {MARK_DIRTY}); result files "
+            "in `results/` are now written only from a clean tree, and a run from a dirty tree "
             "records its diff's SHA-256 (`git_diff_sha256`)."
         )
     else:
         head = (
-            f"Provenance: every one of the {len(records)} result files read here was written "
-            "from a clean tree, at the commit each piece records."
+            f"Provenance: every one of the {len(records)} result files in the folder was "
+            "written from a clean tree, at the commit each piece records."
+        )
+    if absent:
+        head += (
+            f" {len(absent)} of them record a commit this repository does not hold (marked "
+            f"{COMMIT.symbol}: the code that ran cannot be checked out)."
         )
     if redone:
         pieces = sum(len(d["replaced"]) for d in redone)
         head += (
             f" In {len(redone)} result file(s), {pieces} earlier piece(s) were re-run from a clean "
-            "tree and replaced (`matlang bench merge --replace`; the replaced pieces are kept "
-            "in each file under `replaced`)."
+            "tree and replaced (`matlang bench merge --replace`; each file keeps the replaced "
+            "pieces' command, commit, time and seeds under `replaced`, their numbers only in "
+            "the repository's history)."
         )
     return [head, ""]
 

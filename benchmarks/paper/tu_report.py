@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.paper.report_flags import deviations
 from benchmarks.paper.tu import PAPER_TU, model_choices
 from benchmarks.paper.tu_protocols import (
     AUTHORS,
@@ -97,7 +98,7 @@ def tu_section(
                 ours = (
                     f"{r['mean_accuracy']:.1f} ± {r['std_accuracy']:.1f} "
                     f"({r['last_epoch_mean_accuracy']:.1f})"
-                )
+                ) + deviations(r)[0]
                 ran = sorted({x["fold"] for x in r.get("runs", [])})
                 if ran != list(range(1, 11)):
                     ours += f" [folds {fold_ranges(ran)} only]"
@@ -108,10 +109,12 @@ def tu_section(
             paper = PAPER_TU.get(m, {}).get(d)
             cells.append(f"{ours} / {'–' if paper is None else f'{paper[0]} ± {paper[1]}'}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")
+    summary_at = out.index("| model | " + " | ".join(dataset_label(d) for d in DATASETS) + " |")
+    out[summary_at:summary_at] = [*tu_summary(shown), ""] if shown else []
     never = [dataset_label(d) for d in DATASETS if not any(r["dataset"] == d for r in rows)]
     if never:
         out += ["", f"Not run: {', '.join(never)} (no result file for any model in this table)."]
-    out += devices_note(shown)
+    notes = devices_note(shown)
     scripts = "; ".join(
         f"{dataset_label(d)} {AUTHORS[d].epochs} epochs at batch {AUTHORS[d].batch_size}"
         for d in DATASETS
@@ -136,16 +139,16 @@ def tu_section(
             "dropout per dataset; `--arch authors` builds theirs where our configurations can "
             "say it, in a table of its own)."
         )
-        out += [
+        notes += [
             "",
             f"The authors' scripts' settings: {scripts}; node features: one-hot labels + "
             f"degree ({cont}), standardised per fold on {std}. {whose}",
             "",
         ]
-        return out
+        return [*out, "", *_fold(notes, rows)]
     epochs = sorted({r["config"].get("epochs") for r in rows if "config" in r})
     batches = sorted({r["config"].get("batch_size") for r in rows if "config" in r})
-    out += [
+    notes += [
         "",
         f"Epochs per fold: {', '.join(str(e) for e in epochs)}; batch "
         f"{', '.join(str(b) for b in batches)}; node features: one-hot labels ({cont}, "
@@ -155,7 +158,35 @@ def tu_section(
         "test folds, 4× the epochs on ENZYMES also means 4× the epochs to choose from.",
         "",
     ]
-    return out
+    return [*out, "", *_fold(notes, rows)]
+
+
+def tu_summary(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The two lines that open a TU table (:func:`benchmarks.paper.report_claims.summary`)."""
+    from pathlib import Path
+
+    from benchmarks.paper.report_claims import CRITERIA, summary, table_checks
+    from benchmarks.paper.report_files import Result
+
+    checks = table_checks([Result(Path(str(r.get("model"))), r) for r in rows])
+    return summary(checks, CRITERIA["tu"])[:-1]
+
+
+def _fold(notes: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The table's settings and its marked cells' notes, folded (``<details>``)."""
+    from benchmarks.paper.report_flags import tu_flags
+
+    body: list[str] = []
+    for paragraph in (line for line in notes if line):
+        body += [paragraph, ""]
+    return [
+        "<details><summary>Settings and the marked cells</summary>",
+        "",
+        *body,
+        *tu_flags(rows),
+        "</details>",
+        "",
+    ]
 
 
 __all__ = ["devices_note", "fold_ranges", "tu_section"]

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paper.report_marks import provenance_marks
+
 #: The paper protocol's settings a variant is described against (``bench count``).
 PAPER = {"batch_size": 10, "conv_layers": 4, "loss": "sum"}
 #: Tasks in the ablation table (others appear after these when present).
@@ -148,6 +150,7 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
         ran = sum(r.get("epochs_run", 0) for r in alone)
         row["tasks"][d.get("task")] = {
             "file": name,
+            "marks": provenance_marks(d),
             "median_test_mse": d.get("median_test_mse"),
             "per_seed": d.get("per_seed"),
             "seeds": d.get("seeds"),
@@ -211,7 +214,8 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
             per = ", ".join(_sci(v) for v in c["per_seed"] or [])
             part = " partial" if c["partial"] else ""
             part += f", {c['stacked']} stacked" if c.get("stacked") else ""
-            cells.append(f"{_sci(c['median_test_mse'])} ({len(c['seeds'] or [])}{part}: {per})")
+            mse = _sci(c["median_test_mse"]) + c.get("marks", "")
+            cells.append(f"{mse} ({len(c['seeds'] or [])}{part}: {per})")
             if c["seconds_per_epoch"]:
                 speeds.append(c["seconds_per_epoch"])
         speed = f"{statistics.median(speeds):.1f}" if speeds else "–"
@@ -268,6 +272,7 @@ def iso_precision(files: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str,
                 "options": options,
                 "seeds": len(d.get("seeds", [])),
                 "float32": d.get("undistinguished"),
+                "marks": provenance_marks(d),
                 "float64_file": None if f64 is None else f64.get("undistinguished"),
                 "float64_same_weights": ref.get("undistinguished"),
                 "only_float32": ref.get("only_this_dtype"),
@@ -306,7 +311,7 @@ def iso_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
         opts = ", ".join(f"{k} = {v}" for k, v in sorted(r["options"].items()))
         label = r["model"].upper() + (f" ({opts})" if opts else "")
         out.append(
-            f"| {label} | {r['dataset']} | {r['float32']} | "
+            f"| {label} | {r['dataset']} | {r['float32']}{r.get('marks', '')} | "
             f"{r['float64_same_weights']} | {f64} | {paper} | "
             f"{r['only_float32']} / {r['only_float64']} | "
             f"{_sci(r['median_rounding_l1'])}, {_sci(r['max_rounding_l1'])} (tol {r['tol']}) | "
@@ -330,10 +335,9 @@ def variants_report(folder: str | Path) -> tuple[dict[str, Any], list[str]]:
     ):
         rows = [d for n, d in files if d["bench"] == "tu" and _variant_of(n, d) == variant]
         if rows:
-            from benchmarks.paper.report_flags import tu_flags
             from benchmarks.paper.tu_report import tu_section
 
-            md += tu_section(rows, authors=True, arch=arch) + tu_flags(rows)
+            md += tu_section(rows, authors=True, arch=arch)
             tables[table] = [{k: d.get(k) for k in keys} for d in rows]
     return tables, md
 

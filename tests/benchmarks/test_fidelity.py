@@ -320,7 +320,9 @@ def _results() -> list[dict]:  # type: ignore[type-arg]
 
 
 def test_report_counts_the_dirty_files(report_text: str) -> None:
-    rows = _results()
+    from benchmarks.paper.variants import load_files
+
+    rows = [d for _, d in load_files(RESULTS)]  # every result file, variants included
     dirty = sum(
         any(str(p.get("git_commit") or "").endswith("+dirty") for p in [d, *d.get("earlier", [])])
         for d in rows
@@ -345,7 +347,8 @@ def test_report_says_what_differs_from_the_paper(report_text: str) -> None:
             from benchmarks.paper.report_flags import MODEL_LABEL
 
             label = MODEL_LABEL.get(d["model"], d["model"])
-            assert f"{label} on {d['dataset'].upper()}: best epoch 1 of" in report_text
+            assert f"{label} on {d['dataset'].upper()} **¹" in report_text
+            assert "best epoch 1 of" in report_text
     # a GNNML3 file on the adjacency outside counting is flagged, with its parameter count
     exp = RESULTS / "exp-classify-exp-gnnml3.json"
     if exp.exists():
@@ -363,8 +366,16 @@ def test_report_says_what_differs_from_the_paper(report_text: str) -> None:
             assert listed == (100 * d["median_accuracy"] < PAPER_TABLE1[d["model"]][3] - 5)
 
 
-def test_report_flags_gnnml3_files_run_with_eq7_sigmoids() -> None:
+def protocol_marks(record: dict) -> tuple[str, list[str]]:  # type: ignore[type-arg]
+    """:func:`deviations` less the dataset mark (every counting dataset here has it)."""
     from benchmarks.paper.report_flags import deviations
+    from benchmarks.paper.report_marks import DATASET
+
+    marks, bits = deviations(record)
+    return marks.replace(DATASET.symbol, ""), [b for b in bits if not b.startswith("on `")]
+
+
+def test_report_flags_gnnml3_files_run_with_eq7_sigmoids() -> None:
 
     def rec(model: str, **cfg: object) -> dict:  # type: ignore[type-arg]
         return {
@@ -376,13 +387,13 @@ def test_report_flags_gnnml3_files_run_with_eq7_sigmoids() -> None:
         }
 
     flag = "GNNML3's Eq. 7 with sigmoids"
-    old = deviations(rec("gnnml3"))  # recorded before the option existed: the sigmoids
+    old = protocol_marks(rec("gnnml3"))  # recorded before the option existed: the sigmoids
     assert old[0] == "†" and any(flag in b for b in old[1])
-    assert not any(flag in b for b in deviations(rec("gnnml3", support_mlp="authors"))[1])
-    assert deviations(rec("gnnml3", support_mlp="authors")) == ("", [])
+    assert not any(flag in b for b in protocol_marks(rec("gnnml3", support_mlp="authors"))[1])
+    assert protocol_marks(rec("gnnml3", support_mlp="authors")) == ("", [])
     fixed = rec("gnnml3", learn_supports=False)  # no learned supports: nothing to flag
-    assert not any(flag in b for b in deviations(fixed)[1])
-    assert not any(flag in b for b in deviations(rec("gnnml3-sigmoid"))[1])  # the named variant
+    assert not any(flag in b for b in protocol_marks(fixed)[1])
+    assert not any(flag in b for b in protocol_marks(rec("gnnml3-sigmoid"))[1])  # the named variant
 
 
 def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
@@ -393,7 +404,7 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
     assert gnnml3_hops("filter") == model_configuration("gnnml3", "filter").support.receptive_field
 
     def rec(hops: int) -> dict:  # type: ignore[type-arg]
-        support = {"basis": "normalized_laplacian", "receptive_field": hops}
+        support = {"basis": "normalized_laplacian", "receptive_field": hops, "bandwidth": 10.0}
         return {
             "bench": "filter",
             "model": "gnnml3",
@@ -403,8 +414,12 @@ def test_report_flags_filter_files_on_a_five_hop_mask() -> None:
         }
 
     marks, bits = deviations(rec(5))
-    assert marks == "†" and any("5-hop mask where the authors' script has 16" in b for b in bits)
-    assert deviations(rec(16)) == ("", [])
+    assert marks == "†ᶜ" and any("5-hop mask where the authors' script has 16" in b for b in bits)
+    # the authors' 16 hops: no protocol mark, but not the paper's text's 1-hop mask either
+    assert deviations(rec(16)) == (
+        "ᶜ",
+        ["GNNML3 with bandwidth b = 10 and a 16-hop mask (the paper's text: b = 5, 1 hop)"],
+    )
 
 
 def test_report_flags_runs_shorter_than_their_protocol_or_on_a_subset() -> None:
@@ -422,14 +437,14 @@ def test_report_flags_runs_shorter_than_their_protocol_or_on_a_subset() -> None:
         return {"bench": bench, "model": model, "seeds": list(range(10)), "config": cfg}
 
     paper = {"batch_size": 10, "count_protocol": "paper"}
-    assert deviations(rec("count", epochs_max=PROTOCOLS["paper"].epochs, **paper)) == ("", [])
-    marks, bits = deviations(rec("count", epochs_max=2, **paper))
+    assert protocol_marks(rec("count", epochs_max=PROTOCOLS["paper"].epochs, **paper)) == ("", [])
+    marks, bits = protocol_marks(rec("count", epochs_max=2, **paper))
     assert marks == "†" and bits == ["≤ 2 epochs where the protocol runs 200"]
     authors = {"batch_size": 10, "count_protocol": "authors"}
-    assert deviations(rec("count", epochs_max=200, **authors))[1] == [
+    assert protocol_marks(rec("count", epochs_max=200, **authors))[1] == [
         "≤ 200 epochs where the protocol runs 1,000"
     ]
-    assert deviations(rec("count", "sentence-lstsq", epochs_max=0, **paper)) == ("", [])
+    assert protocol_marks(rec("count", "sentence-lstsq", epochs_max=0, **paper)) == ("", [])
     assert deviations(rec("exp-classify", epochs_max=200)) == ("", [])
     assert deviations(rec("exp-classify", epochs_max=2))[0] == "†"
     marks, bits = deviations(rec("iso", limit=20))

@@ -751,15 +751,17 @@ def test_report_tables_and_plots(tmp_path: Path) -> None:
     written = write_report(tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "| GIN | 312 / 386 | – / 105 | – / 600 | – / 50.0% |" in report
-    # 1 seed where the paper has 10, batch 64: marked †, and the note says so
-    assert "| GIN | – / 1.00E-4 | – / 1.47E-3 | 2.50E-1† / 2.06E-1 |" in report
+    # 1 seed where the paper has 10, batch 64: marked †, and the note says so; Chen et al.'s
+    # graphs are not the paper's Random set: marked ᵈ
+    assert "| GIN | – / 1.00E-4 | – / 1.47E-3 | 2.50E-1†ᵈ / 2.06E-1 |" in report
     assert "| GIN | 0.9800† / 0.9824 |" in report
     assert "0 disagreement(s) with `count_triangle`" in report
     assert "≤ 30 epochs (ran 30), batch 64" in report
     assert "`count-randomgraph-triangle-gin.json`; 1 seed(s)" in report
     assert (
-        "count_triangle`; 100 s; **†** 1 seed(s) where the paper has 10; ≤ 30 epochs where "
-        "the protocol runs 200; batch 64 (the authors': 10)\n"
+        "count_triangle`; 100 s; **†ᵈ** 1 seed(s) where the paper has 10; ≤ 30 epochs where "
+        "the protocol runs 200; batch 64 (the authors': 10); on `randomgraph`: Chen et al.'s "
+        "10-node graphs, not the paper's Random set (18.8 nodes)\n"
     ) in report
     # --append, and a run that was interrupted
     partial = "**partial** (seeds [3, 4] missing)"
