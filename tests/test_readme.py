@@ -141,7 +141,7 @@ def test_first_block_is_what_ci_runs() -> None:
     assert first.lang == "bash"
     lines = first.text.split("\n")
     assert lines[0].startswith(SETUP) and "matlang compile" in lines[0]
-    assert lines[1] == ".venv/bin/python -m pytest"
+    assert lines[1] == ".venv/bin/python -m pytest -n auto"
     compile_line = lines[0][len(SETUP) :].replace(".venv/bin/", f"{BIN}/")
     assert bash_commands(first, first=True) == [compile_line]
 
