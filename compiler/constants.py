@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -49,6 +48,7 @@ from matlang.functions import (
 )
 from matlang.runtime import kernels
 from matlang.runtime.graphblas import Kernels, Mask, as_float64, is_iso, maxabs
+from matlang.runtime.kernels import GraphView
 
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
@@ -57,23 +57,8 @@ DENSE_RATIONAL_LIMIT = 4096
 FLOAT32_EXACT = 2**24
 
 
-@dataclass
-class Graphs:
-    """What the stage needs of a batch: sizes, offsets, coalesced edges, labels."""
-
-    n: int
-    ptr: np.ndarray  # (G + 1,) int64
-    node_graph: np.ndarray  # (N,) int64
-    rows: np.ndarray  # (E,) int64, sorted row-major without repeats
-    cols: np.ndarray
-    weight: np.ndarray | None  # (E,) or None for a 0/1 graph
-    label: Callable[[int], str]
-    symmetric: bool = False  # the edges and weights were checked symmetric (validation)
-    indptr: np.ndarray | None = None  # (N + 1,) row pointers of the edges, where known
-
-    @property
-    def g(self) -> int:
-        return int(self.ptr.size - 1)
+#: The GraphBLAS stage's view of a batch (numpy arrays): :class:`~runtime.kernels.GraphView`.
+Graphs = GraphView[np.ndarray]
 
 
 # --------------------------------------------------------------------------- the table

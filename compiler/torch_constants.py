@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -26,7 +25,7 @@ from matlang.compiler.interpret import SHARED, Kernel, PlanStage, Run, graph_of,
 from matlang.compiler.plan import Op, Step
 from matlang.errors import EvaluationError
 from matlang.functions import numeric
-from matlang.runtime.kernels import Kernels
+from matlang.runtime.kernels import GraphView, Kernels
 from matlang.runtime.torch_kernels import (
     TorchKernels,
     TorchMask,
@@ -38,28 +37,8 @@ from matlang.runtime.torch_kernels import (
     refuse_exact,
 )
 
-
-@dataclass
-class TorchGraphs:
-    """What the torch stage needs of a batch: sizes, offsets, coalesced edges (tensors on the
-    batch's device), labels."""
-
-    n: int
-    ptr: Tensor  # (G + 1,) int64
-    node_graph: Tensor  # (N,) int64
-    rows: Tensor  # (E,) int64, sorted row-major without repeats
-    cols: Tensor
-    weight: Tensor | None  # (E,) int64 or float64, None for a 0/1 graph
-    label: Callable[[int], str]
-    symmetric: bool = False
-
-    @property
-    def g(self) -> int:
-        return int(self.ptr.numel() - 1)
-
-    @property
-    def device(self) -> torch.device:
-        return self.ptr.device
+#: The torch stage's view of a batch (tensors on its device): :class:`~runtime.kernels.GraphView`.
+TorchGraphs = GraphView[Tensor]
 
 
 def torch_graphs_of(batch: Any, edges: Tensor, weight: Tensor | None) -> TorchGraphs:

@@ -13,9 +13,16 @@ protocol: each backend's op table calls its own.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import torch
 
 A = TypeVar("A")
+#: the array type of a batch's view: numpy on the host (GraphBLAS), tensors on a device (torch)
+Array = TypeVar("Array", np.ndarray, torch.Tensor)
 M = TypeVar("M", bound="Mask[Any]")
 M_self = TypeVar("M_self")
 
@@ -89,3 +96,30 @@ class Kernels(Protocol[A, M]):
 
 
 __all__ = ["Kernels", "Mask"]
+
+
+@dataclass
+class GraphView(Generic[Array]):
+    """What a constant stage needs of a batch, in its backend's arrays: sizes, offsets, the
+    coalesced edges, labels. ``Graphs`` (numpy, :mod:`compiler.constants`) and ``TorchGraphs``
+    (tensors on the batch's device, :mod:`compiler.torch_constants`) are this one type."""
+
+    n: int
+    ptr: Array  # (G + 1,) int64
+    node_graph: Array  # (N,) int64
+    rows: Array  # (E,) int64, sorted row-major without repeats
+    cols: Array
+    weight: Array | None  # (E,) or None for a 0/1 graph
+    label: Callable[[int], str]
+    symmetric: bool = False  # the edges and weights were checked symmetric (validation)
+    indptr: Array | None = None  # (N + 1,) row pointers of the edges, where known
+
+    @property
+    def g(self) -> int:
+        return int(self.ptr.shape[0]) - 1
+
+    @property
+    def device(self) -> Any:
+        """The arrays' device (``"cpu"`` for numpy)."""
+        return self.ptr.device
+

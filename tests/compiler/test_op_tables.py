@@ -102,3 +102,25 @@ def test_the_cost_model_sizes_every_mask_op_and_prices_every_op() -> None:
     assert masks == {"edges", "identity", "empty", "full", "compose", "union", "flip"}
     assert set(EXACT_MASKS) == set(ESTIMATED_MASKS) == masks
     assert set(STEP_COSTS) == set(Op)
+
+
+def test_both_constant_stages_read_one_graph_view_type() -> None:
+    """``Graphs`` and ``TorchGraphs`` are one generic view of a batch, in numpy or tensors."""
+    import numpy as np
+    import torch
+
+    from matlang.compiler.constants import Graphs, graphs_of
+    from matlang.compiler.torch_constants import TorchGraphs, torch_graphs_of
+    from matlang.graphs import named
+    from matlang.runtime.batch import Batch
+    from matlang.runtime.kernels import GraphView
+    from matlang.runtime.masks import prepared_edges
+
+    b = Batch.from_graphs([named("K4"), named("cycle5")]).validate()
+    edges, weight = prepared_edges(b)
+    host, dev = graphs_of(b, edges, weight), torch_graphs_of(b, edges, weight)
+    assert type(host) is type(dev) is GraphView
+    assert Graphs.__origin__ is TorchGraphs.__origin__ is GraphView
+    assert host.g == dev.g == 2 and host.n == dev.n == 9
+    assert isinstance(host.ptr, np.ndarray) and isinstance(dev.ptr, torch.Tensor)
+    assert np.array_equal(host.rows, dev.rows.numpy()) and str(host.device) == str(dev.device)
