@@ -346,9 +346,13 @@ def render(
     results: Sequence[Result],
     plots: dict[str, str] | None = None,
     variant_rows: Sequence[Result] = (),
+    learned: Sequence[Result] = (),
 ) -> str:
     """The Markdown report (``plots``: table name → PNG file name to link; ``variant_rows``:
-    Table 2's rows from variant files, :func:`table2_variant_rows`)."""
+    Table 2's rows from variant files, :func:`table2_variant_rows`; ``learned``: the files of
+    the pattern-counts row, :func:`benchmarks.paper.counts_report.learned_files`)."""
+    from benchmarks.paper.counts_report import learned_counts_section
+
     plots = plots or {}
     out = [
         REPORT_HEADING,
@@ -414,6 +418,7 @@ def render(
         out += [f"![Table 3]({plots['table3']})", ""]
     out += _table4_section(results)
     out += _beyond_section(results)
+    out += learned_counts_section(learned)
     out += _brec_section(results)
     out += _tu_section(results)
     out += not_reproduced(results)
@@ -727,10 +732,11 @@ def write_report(
                 links[name] = path.name
                 written.append(path)
     # variant runs (the counting ablation, Table 1 in float32): their own sections and JSON
+    from benchmarks.paper.counts_report import learned_files
     from benchmarks.paper.variants import variants_report
 
     tables, extra = variants_report(results_dir)
-    text = render(results, links, table2_variant_rows(results_dir))
+    text = render(results, links, table2_variant_rows(results_dir), learned_files(results_dir))
     if extra:
         text = text.rstrip("\n") + "\n\n" + "\n".join(extra)
         path = out / "report-variants.json"
