@@ -181,6 +181,12 @@ def register(sub: Any) -> None:
         help="one seed of the weights and the batches (= --first-seed K --seeds 1)",
     )
     tu.add_argument(
+        "--variant",
+        metavar="TAG",
+        help="a tag appended to the result file's name (say, for shortened epochs); recorded "
+        "in the file",
+    )
+    tu.add_argument(
         "--folds",
         metavar="A:B",
         help="only folds A..B (1..10; default all): a file of its own, or with --append added "
@@ -378,15 +384,16 @@ MODELS = (
 COUNT_MODELS = (
     "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
     "a variant of one ({variants}), a compiled one (compiled, compiled-random), sentence "
-    "(SentenceGNN on I, A, A ⊙ A², A ⊙ A³) or sentence-lstsq (its features, a least-squares "
-    "readout: --epochs 0)"
+    "(SentenceGNN on I, A, A ⊙ A², A ⊙ A³), sentence-lstsq (its features, a least-squares "
+    "readout: --epochs 0) or one that reads exact pattern counts ({counts})"
 )
 #: ``--model`` of ``bench tu``: no compiled model (a TU label is no sentence), two built from
 #: sentences (benchmarks.paper.tu.SENTENCE_MODELS).
 TU_MODELS = (
     "a reference model (`matlang models`: mlp, gcn, gat, gin, chebnet, ppgn, gnnml1, gnnml3), "
-    "a variant of one ({variants}), sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³) or "
-    "gin+features (GIN on the node labels and sentence features)"
+    "a variant of one ({variants}), sentence (SentenceConv layers on I, A, A ⊙ A², A ⊙ A³), "
+    "gin+features (GIN on the node labels and sentence features) or one that reads exact "
+    "pattern counts, through log1p ({counts})"
 )
 
 
@@ -394,9 +401,9 @@ def _common(p: argparse.ArgumentParser, *, seeds: int, models: str = MODELS) -> 
     # The choices are checked when the protocol starts (benchmarks.paper.common.start):
     # listing them here would import torch and every model to build the parser, which made
     # every `matlang` command start in ~2 s. The variants' names come from a torch-free module.
-    from benchmarks.paper.model_variants import variants_help
+    from benchmarks.paper.model_variants import count_models_help, variants_help
 
-    text = models.format(variants=variants_help())
+    text = models.format(variants=variants_help(), counts=count_models_help())
     p.add_argument("--model", required=True, type=str.lower, metavar="MODEL", help=text)
     p.add_argument("--seeds", type=int, default=seeds, help=f"number of seeds (default {seeds})")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first..first+seeds-1")

@@ -157,15 +157,45 @@ def pattern(
     return _pattern(pattern, rooted=rooted, witness=witness, extra=extra)
 
 
+#: Where :func:`count` counts a treewidth ≤ 2 pattern on a torch batch (``constants``).
+_COUNT_CONSTANTS = ("auto", "torch", "host")
+
+
 def count(
-    pattern: Any, graphs: Any, *, per: str = "graph", induced: bool = False
+    pattern: Any,
+    graphs: Any,
+    *,
+    per: str = "graph",
+    induced: bool = False,
+    constants: str = "auto",
 ) -> list[int] | list[list[int]]:
     """Exact counts of the subgraphs of each graph isomorphic to a small connected pattern (a
     built-in name, an edge list, graph6 or a graph; at most 8 nodes): ``per="graph"`` one int
     per graph, ``"node"`` / ``"edge"`` the copies through each node / each edge_index entry (see
-    :func:`matlang.runtime.subgraph_counts.count`). Sparse: no n × n table is formed."""
+    :func:`matlang.runtime.subgraph_counts.count`). Sparse: no n × n table is formed.
+
+    ``constants``: where a pattern whose spasm has treewidth ≤ 2 is counted per graph or node:
+    ``"auto"`` (default) on the device of a torch batch that is not on the CPU (its counting
+    sentence on the torch constant stage, :mod:`matlang.compiler.device_counts`), else on the
+    host; ``"torch"`` on the torch stage wherever the graphs are; ``"host"`` always on the host.
+    Other patterns, per-edge and induced counts run on the host."""
     from matlang.runtime.subgraph_counts import count as _count
 
+    if constants not in _COUNT_CONSTANTS:
+        from matlang.errors import MatlangError
+
+        raise MatlangError(
+            f"constants must be one of {', '.join(map(repr, _COUNT_CONSTANTS))}, got {constants!r}"
+        )
+    if constants != "host" and not induced and per in ("graph", "node"):
+        # a torch batch's device, read without importing torch (plain graphs have none)
+        device = getattr(getattr(graphs, "edge_index", None), "device", None)
+        if constants == "torch" or getattr(device, "type", "cpu") != "cpu":
+            from matlang.compiler.device_counts import count_on_torch
+
+            done = count_on_torch(pattern, graphs, per)
+            if done is not None:
+                return done  # type: ignore[no-any-return]
     return _count(pattern, graphs, per=per, induced=induced)
 
 

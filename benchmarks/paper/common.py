@@ -19,13 +19,14 @@ def check_limit(limit: int | None) -> None:
         raise MatlangError(f"--limit must be a positive number of graphs, got {limit}")
 
 
-def start(args: argparse.Namespace) -> list[int]:
-    """Check the model, the seeds and the limit, set torch's threads; the seeds to run."""
+def start(args: argparse.Namespace, extra: Sequence[str] = ()) -> list[int]:
+    """Check the model (one of the benches' models, or of ``extra``: the bench's own), the
+    seeds and the limit, set torch's threads; the seeds to run."""
     import torch
 
     from benchmarks.paper.models import model_choices
 
-    choices = model_choices()
+    choices = [*model_choices(), *extra]
     if args.model not in choices:
         raise MatlangError(
             f"matlang bench {args.bench}: unknown model {args.model!r}; choose from "

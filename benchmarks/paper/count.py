@@ -28,11 +28,14 @@ from benchmarks.paper.distributed import (
     one_process_device,
 )
 from benchmarks.paper.models import (
+    COUNT_MODELS,
+    COUNT_PATTERNS,
     LEAST_SQUARES,
     LEAST_SQUARES_CONFIG,
     SENTENCE,
     counting_features,
     make_model,
+    pattern_count_features,
 )
 from benchmarks.paper.stacked import run_seeds_stacked
 from benchmarks.paper.train import (
@@ -362,6 +365,9 @@ def count_test(
     check_pattern_model(task, model, sentence)
     targets = count_targets(data, task, sentence, progress=progress)
     graphs = counting_features(data.graphs)
+    if model.lower() in COUNT_MODELS:  # the exact pattern counts per node, after those
+        graphs = pattern_count_features(graphs, scale="max")
+    in_dim = int(np.asarray(graphs[0].x).shape[1])
     y = torch.tensor(targets.values / targets.scale, dtype=torch.float32).reshape(-1, 1)
     full = GraphSet(graphs, y)
     splits = [np.asarray(s)[:limit] for s in (data.train_idx, data.val_idx, data.test_idx)]
@@ -393,7 +399,7 @@ def count_test(
     def build() -> nn.Module:
         return make_model(
             model,
-            2,
+            in_dim,
             1,
             protocol="count",
             sentences=[] if targets.sentence is None else [targets.sentence],
@@ -506,6 +512,18 @@ def variant_tags(
     return tags
 
 
+def node_features_text(model: str) -> str:
+    """The node features a counting run's ``model`` reads, as its result file records them."""
+    text = "[1, degree / max degree]"
+    if model.lower() in COUNT_MODELS:
+        text += (
+            " + exact counts per node of "
+            + ", ".join(COUNT_PATTERNS)
+            + " (PatternCounts), each divided by its maximum over the dataset"
+        )
+    return text
+
+
 def _in_group(group: Group, **kwargs: Any) -> Any:
     """:func:`count_test` in one process of a data-parallel run (no per-seed saving: callbacks
     do not cross processes)."""
@@ -534,7 +552,7 @@ def bench(args: argparse.Namespace) -> int:
     if stack > 1 and (getattr(args, "nproc", 1) > 1 or from_environment() is not None):
         raise MatlangError("--stack-seeds trains in one process: drop --nproc (or torchrun)")
     check_pattern_model(args.task, args.model, args.sentence)  # before any data is loaded
-    seeds = start(args)
+    seeds = start(args, extra=list(COUNT_MODELS))
     # before any data is read or file written: a device that cannot train here is refused
     nproc = getattr(args, "nproc", 1)
     device = one_process_device(
@@ -548,7 +566,7 @@ def bench(args: argparse.Namespace) -> int:
     train = replace(train_config(args), reduction=reduction, device=device)
     config = {
         "protocol": protocol.description,
-        "node_features": "[1, degree / max degree]",
+        "node_features": node_features_text(args.model),
         **train_record(args),
         "limit": args.limit,
         # recorded only when data-parallel, so earlier files still take --append
@@ -681,6 +699,7 @@ __all__ = [
     "count_targets",
     "count_test",
     "model_options",
+    "node_features_text",
     "parse_option",
     "pattern_counts",
     "pattern_name",

@@ -27,9 +27,45 @@ VARIANT_HELP: dict[str, str] = {
 }
 
 
+#: The patterns whose exact counts per node (``matlang.transforms.PatternCounts``) the
+#: :data:`COUNT_MODELS` read: cycles of length 3–6 and K4 (the learned row of issue 53).
+COUNT_PATTERNS: tuple[str, ...] = ("C3", "C4", "C5", "C6", "K4")
+
+#: Models that read those counts beside their bench's node features (``bench count`` and
+#: ``bench tu`` append them as the last columns): the model they build on and the fields they
+#: replace, as :data:`MODEL_VARIANTS`. ``gin+counts``: GIN, the counts in its input only;
+#: ``gsn+counts``: GIN with the counts as GSN's structural identifiers, concatenated to every
+#: layer's input (``GINConfig.identifiers``), not only the first's.
+COUNT_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gin+counts": ("gin", {}),
+    "gsn+counts": ("gin", {"identifiers": len(COUNT_PATTERNS)}),
+}
+
+COUNT_HELP: dict[str, str] = {
+    "gin+counts": "GIN on the node features and the exact counts of "
+    + ", ".join(COUNT_PATTERNS)
+    + " per node",
+    "gsn+counts": "the same counts as GSN-style structural identifiers: concatenated to "
+    "every GIN layer's input",
+}
+
+
+def count_models_help() -> str:
+    """``name (what it is)`` for every :data:`COUNT_MODELS` model."""
+    return "; ".join(f"{name} ({COUNT_HELP[name]})" for name in COUNT_MODELS)
+
+
 def variants_help() -> str:
     """``name (what it is)`` for every variant, joined for a ``--model`` help."""
     return "; ".join(f"{name} ({VARIANT_HELP[name]})" for name in MODEL_VARIANTS)
 
 
-__all__ = ["MODEL_VARIANTS", "VARIANT_HELP", "variants_help"]
+__all__ = [
+    "COUNT_HELP",
+    "COUNT_MODELS",
+    "COUNT_PATTERNS",
+    "MODEL_VARIANTS",
+    "VARIANT_HELP",
+    "count_models_help",
+    "variants_help",
+]

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from benchmarks.paper.model_variants import MODEL_VARIANTS
+from benchmarks.paper.model_variants import COUNT_MODELS, COUNT_PATTERNS, MODEL_VARIANTS
 from matlang.errors import MatlangError
 from matlang.evaluator import to_json
 from matlang.graphs import Graph
@@ -26,6 +26,9 @@ from matlang.runtime.batch import Batch, as_batch
 from matlang.runtime.preprocess import PreprocessCache
 
 COMPILED = ("compiled", "compiled-random")
+#: Every named variant of a reference model: :data:`MODEL_VARIANTS` and the models that read
+#: pattern counts (:data:`COUNT_MODELS`, which only ``bench count`` and ``bench tu`` feed).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {**MODEL_VARIANTS, **COUNT_MODELS}
 #: Models assembled from sentence layers (:class:`compiler.layers.model.SentenceGNN`).
 #: ``sentence-lstsq``: no activation and a linear head (every output a polynomial in the
 #: supports applied to the features, the readout a linear map of graph-level sentences); its
@@ -297,7 +300,7 @@ def make_model(
         )
         return model.to(dtype)
     cfg = model_configuration(key, protocol, dataset=dataset, options=options)
-    base = MODEL_VARIANTS[key][0] if key in MODEL_VARIANTS else key
+    base = VARIANTS[key][0] if key in VARIANTS else key
     model = build_model(base, in_dim, out_dim, config=cfg, task=task, cache=cache)  # type: ignore[arg-type]
     return model.to(dtype)
 
@@ -319,7 +322,7 @@ def model_configuration(
 
     register()  # the paper's named configurations
     key = name.lower()
-    base, variant = MODEL_VARIANTS.get(key, (key, {}))
+    base, variant = VARIANTS.get(key, (key, {}))
     if base not in reference_models():
         raise MatlangError(f"unknown model {name!r}; known: {', '.join(model_choices())}")
     cfg = resolve_config(base, "iso" if protocol == "iso" else "count")
@@ -352,7 +355,7 @@ def recorded_configuration(record: Mapping[str, Any]) -> dict[str, Any] | None:
 
     name = str(record.get("model", "")).lower()
     name = "gin" if name == "gin+features" else name
-    base = MODEL_VARIANTS.get(name, (name, {}))[0]
+    base = VARIANTS.get(name, (name, {}))[0]
     protocol = BENCH_PROTOCOL.get(str(record.get("bench")))
     if protocol is None or base not in reference_models():
         return None
@@ -394,6 +397,35 @@ def degree_features(graphs: Sequence[Graph], *, keep_x: bool = True) -> list[Gra
     return out
 
 
+def pattern_count_features(
+    graphs: Sequence[Graph], *, scale: str = "max", patterns: Sequence[str] = COUNT_PATTERNS
+) -> list[Graph]:
+    """The graphs with the exact counts of ``patterns`` per node appended to ``x``
+    (:class:`matlang.transforms.PatternCounts`, all graphs counted at once): ``scale="max"``
+    divides each column by its maximum over ``graphs`` (as :func:`counting_features` does the
+    degree: linear in the counts, in [0, 1]); ``"log1p"``: ``log(1 + c)`` (as ``gin+features``
+    reads its sentence features on the TU sets)."""
+    from matlang.runtime.pattern_features import PatternCounts
+
+    if scale not in ("max", "log1p"):
+        raise MatlangError(f"scale is 'max' or 'log1p', got {scale!r}")
+    t = PatternCounts(list(patterns), per="node")
+    values, gs = t.counts(list(graphs))
+    v = values.astype(np.float64)
+    if scale == "log1p":
+        v = np.log1p(v)
+    else:
+        top = v.max(0, initial=0.0)
+        v = v / np.where(top > 0, top, 1.0)
+    out = []
+    for i, g in enumerate(graphs):
+        part = v[gs.ptr[i] : gs.ptr[i + 1]]
+        n = g.num_nodes
+        x = np.ones((n, 1)) if g.x is None else np.asarray(g.x, dtype=np.float64).reshape(n, -1)
+        out.append(Graph(g.adjacency, g.name, np.concatenate([x, part], 1)))
+    return out
+
+
 def counting_features(graphs: Sequence[Graph]) -> list[Graph]:
     """``[1, degree / max degree]``, the maximum taken over the whole dataset (authors' script)."""
     degs = [np.asarray(g.adjacency, dtype=np.float64).sum(1) for g in graphs]
@@ -406,6 +438,8 @@ def counting_features(graphs: Sequence[Graph]) -> list[Graph]:
 
 __all__ = [
     "COMPILED",
+    "COUNT_MODELS",
+    "COUNT_PATTERNS",
     "COUNT_SUPPORTS",
     "LEAST_SQUARES",
     "LEAST_SQUARES_CONFIG",
@@ -417,6 +451,7 @@ __all__ = [
     "PROTOCOL_OVERRIDES",
     "SENTENCE",
     "SENTENCE_CONFIG",
+    "VARIANTS",
     "CompiledModel",
     "compile_sentence",
     "counting_features",
@@ -425,6 +460,7 @@ __all__ = [
     "make_model",
     "model_configuration",
     "model_choices",
+    "pattern_count_features",
     "recorded_configuration",
     "reference_models",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paper.model_variants import COUNT_MODELS
 from benchmarks.paper.paper_numbers import (
     PAPER_TABLE1,
     PAPER_TABLE2,
@@ -202,7 +203,9 @@ def table2(
     lines = ["| Model | " + " | ".join(TABLE2_HEAD) + " |", "|---" * (len(TABLE2_HEAD) + 1) + "|"]
     rs = [r for r in results if r.bench == "count" and r.data.get("dataset") == dataset]
     extra = [r for r in variant_rows if r.data.get("dataset") == dataset]
-    for m in _models(rs, ("count",)):
+    # the models that read pattern counts are no model of the paper: the learned row of the
+    # beyond-the-paper section (learned_counts_section) shows them beside plain GIN
+    for m in [m for m in _models(rs, ("count",)) if m not in COUNT_MODELS]:
         paper = PAPER_TABLE2.get(m)
         rows = [(MODEL_LABEL.get(m, m), [r for r in rs if r.model == m])]
         rows += [
@@ -307,11 +310,16 @@ def render(
     variant_rows: Sequence[Result] = (),
     extra: Sequence[str] = (),
     provenance: Sequence[dict[str, Any]] | None = None,
+    learned: Sequence[Result] = (),
 ) -> str:
     """The Markdown report (``plots``: table name → PNG file name to link; ``variant_rows``:
     Table 2's rows from variant files, :func:`table2_variant_rows`; ``extra``: the variant
     sections' lines, appended; ``provenance``: every result file of the folder, for the
-    provenance paragraph, else ``results``'). The legend lists the marks the body shows."""
+    provenance paragraph, else ``results``'; ``learned``: the files of the pattern-counts row,
+    :func:`benchmarks.paper.counts_report.learned_files`). The legend lists the marks the body
+    shows."""
+    from benchmarks.paper.counts_report import learned_counts_section
+
     plots = plots or {}
     head = [
         REPORT_HEADING,
@@ -388,6 +396,7 @@ def render(
         out += [f"![Table 3]({plots['table3']})", ""]
     out += _table4_section(results)
     out += _beyond_section(results)
+    out += learned_counts_section(learned)
     out += _brec_section(results)
     out += _tu_section(results)
     out += not_reproduced(results, variant_rows, row_label)
@@ -585,11 +594,19 @@ def write_report(
                     links[name] = path.name
                     written.append(path)
         # variant runs (the counting ablation, Table 1 in float32): their own sections and JSON
+        from benchmarks.paper.counts_report import learned_files
         from benchmarks.paper.variants import load_files, variants_report
 
         tables, extra = variants_report(results_dir)
         every = [d for _, d in load_files(results_dir)]
-        text = render(results, links, table2_variant_rows(results_dir), extra, every)
+        text = render(
+            results,
+            links,
+            table2_variant_rows(results_dir),
+            extra,
+            every,
+            learned_files(results_dir),
+        )
     if extra:
         path = out / "report-variants.json"
         path.write_text(json.dumps(tables, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -98,6 +98,13 @@ def load_results(folder: str | Path) -> list[Result]:
     return scan_results(folder)[0]
 
 
+def learned_names() -> set[str]:
+    """The file names of the pattern-counts row (:mod:`benchmarks.paper.counts_files`)."""
+    from benchmarks.paper.counts_files import learned_names as names
+
+    return set(names())
+
+
 def _variant_reason(name: str, found: str, data: dict[str, Any]) -> str:
     """Why a bench result named ``found`` (its protocol's name: ``name``) is no table cell,
     with its headline numbers (so a demo's run still shows what it gave)."""
@@ -109,6 +116,8 @@ def _variant_reason(name: str, found: str, data: dict[str, Any]) -> str:
         why = "a run on sentences of its own (--sentence)"
     elif tag.startswith("seeds-"):
         why = "seeds kept beside their file (`matlang bench merge` adds them)"
+    elif found in learned_names():
+        why = "a cell of the pattern-counts row (its own section, beyond the paper)"
     elif tag:
         why = f"the variant .{tag}"
     else:

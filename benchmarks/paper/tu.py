@@ -14,10 +14,12 @@ own summary is recorded under ``per_seed``.
 Models: every reference model (``classify`` configuration, one-hot node labels as features,
 no edge features), ``sentence`` (:class:`~compiler.layers.model.SentenceGNN`: SentenceConv
 layers with the L3 supports ``I, A, A ⊙ A², A ⊙ A³``, the product term and batch
-normalisation) and ``gin+features`` (GIN on the node labels extended by
+normalisation), ``gin+features`` (GIN on the node labels extended by
 :class:`~compiler.layers.transforms.SentenceFeatures`: triangles and closed 4- and 5-walks at
-each node, through ``log1p``). Training runs data-parallel with ``--nproc P``
-(:mod:`benchmarks.paper.distributed`).
+each node, through ``log1p``) and the models that read exact pattern counts
+(:data:`~benchmarks.paper.model_variants.COUNT_MODELS`: GIN on the node labels extended by
+``PatternCounts`` of C3–C6 and K4 per node, through ``log1p``, in the input or at every
+layer). Training runs data-parallel with ``--nproc P`` (:mod:`benchmarks.paper.distributed`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from benchmarks.paper.distributed import (
     from_environment,
     launch,
 )
+from benchmarks.paper.model_variants import COUNT_MODELS, COUNT_PATTERNS
 from benchmarks.paper.train import EpochBar, adam
 from benchmarks.paper.tu_protocols import (
     CONTINUOUS,
@@ -117,16 +120,20 @@ class TUSettings:
 def model_choices() -> list[str]:
     """The reference models, their named variants (``gnnml3-adjacency``: the classification
     protocol's configuration with the variant's fields) and the sentence models."""
-    from benchmarks.paper.model_variants import MODEL_VARIANTS
+    from benchmarks.paper.model_variants import COUNT_MODELS, MODEL_VARIANTS
     from matlang.runtime.models import model_names
 
-    return [*model_names(), *MODEL_VARIANTS, *SENTENCE_MODELS]
+    return [*model_names(), *MODEL_VARIANTS, *SENTENCE_MODELS, *COUNT_MODELS]
 
 
 def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) -> list[Graph]:
     """The graphs with the features ``model`` reads: with ``degree``, each node's degree as a
     column after its labels (the authors' ``SpectralDesign(adddegree=True)``); for
-    ``gin+features``, the sentence columns after those."""
+    ``gin+features``, the sentence columns after those; for the models that read pattern
+    counts (``gin+counts``, ``gsn+counts``), ``log1p`` of the exact counts of
+    :data:`~benchmarks.paper.model_variants.COUNT_PATTERNS` per node after those."""
+    from benchmarks.paper.model_variants import COUNT_MODELS
+
     if degree:
         graphs = [
             Graph(
@@ -142,6 +149,10 @@ def node_features(model: str, graphs: Sequence[Graph], *, degree: bool = False) 
             )
             for g in graphs
         ]
+    if model in COUNT_MODELS:
+        from benchmarks.paper.models import pattern_count_features
+
+        return pattern_count_features(graphs, scale="log1p")
     if model != "gin+features":
         return list(graphs)
     from matlang.compiler.layers.transforms import SentenceFeatures
@@ -506,6 +517,11 @@ def bench(args: argparse.Namespace) -> int:
         model_options=tuple(arch.items()),
     )
     ran_on = device_label(device, args.nproc)
+    variant_tag = getattr(args, "variant", None)
+    if variant_tag is not None and (
+        not variant_tag or not all(c.isalnum() or c in "-_" for c in variant_tag)
+    ):
+        raise MatlangError(f"--variant takes letters, digits, - and _, got {variant_tag!r}")
     config = {
         "protocol": "10-fold (authors' folds), fixed epochs, Adam, cross-entropy; accuracy at the "
         "epoch of highest mean test accuracy over the folds (the paper's, after GIN), and at the "
@@ -521,12 +537,19 @@ def bench(args: argparse.Namespace) -> int:
         + (f" + {CONTINUOUS_FEATURES[args.dataset]}" if args.dataset in CONTINUOUS else "")
         + (" + degree" if protocol.degree else "")
         + (" + log1p of " + ", ".join(FEATURE_SENTENCES) if args.model == "gin+features" else "")
+        + (
+            " + log1p of the exact counts per node of " + ", ".join(COUNT_PATTERNS)
+            if args.model in COUNT_MODELS
+            else ""
+        )
         + (", standardised by the training fold's mean and std" if protocol.standardize else ""),
         "dtype": "float32",
         # recorded only for the authors' protocol, so earlier files still take --append
         **({"tu_protocol": "authors"} if authors else {}),
         # recorded only for --arch authors: the fields replaced in our model's configuration
         **({"arch": "authors", "model_options": arch} if arch else {}),
+        # recorded only when given (--variant), so earlier files still take --append
+        **({"variant": variant_tag} if variant_tag else {}),
     }
     if args.model == "sentence":
         config["sentence_gnn"] = SENTENCE_GNN
@@ -535,6 +558,7 @@ def bench(args: argparse.Namespace) -> int:
     tags = (
         (["authors"] if authors else [])
         + (["authors-arch"] if arch else [])
+        + ([variant_tag] if variant_tag else [])
         + ([] if whole else [f"folds{folds[0]}-{folds[-1]}"])
     )
     name = result_name("tu", args.dataset, None, args.model, ".".join(tags) or None)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from matlang.errors import GraphError, MatlangError
 from matlang.runtime import sparse
+from matlang.runtime.batch import Batch
 from matlang.runtime.last_built import LastBuilt
 from matlang.runtime.models.base import GraphModel, ModelConfig
 
@@ -26,7 +29,9 @@ class GINConv(nn.Module):
         eps: initial ``ε``.
 
     Shapes:
-        x: ``(N, in_channels)``; edge_index: ``(2, E)``; out: ``(N, out_channels)``.
+        x: ``(N, in_channels)``; edge_index: ``(2, E)``; out: ``(N, out_channels)``. With
+        ``identifiers`` ``(N, k)`` given, the layer reads ``[x, identifiers]``, and
+        ``in_channels`` counts both.
     """
 
     def __init__(
@@ -49,7 +54,10 @@ class GINConv(nn.Module):
         edge_index: Tensor,
         edge_weight: Tensor | None = None,
         backend: str | None = None,
+        identifiers: Tensor | None = None,
     ) -> Tensor:
+        if identifiers is not None:  # GSN-style: [x, s] (GINConfig.identifiers)
+            x = torch.cat([x, identifiers.to(x.dtype)], 1)
         agg = sparse.propagate(
             edge_index, x, edge_weight, backend=backend, operators=self.operators
         )
@@ -58,9 +66,24 @@ class GINConv(nn.Module):
 
 @dataclass(frozen=True)
 class GINConfig(ModelConfig):
-    """:class:`~runtime.models.base.ModelConfig` plus ``train_eps``."""
+    """:class:`~runtime.models.base.ModelConfig` plus ``train_eps`` and ``identifiers``.
+
+    Args:
+        train_eps: learn each layer's ``ε``.
+        identifiers: GSN-style structural identifiers (Bouritsas et al., 2022): the last
+            ``identifiers`` input columns (say, :class:`~runtime.pattern_features.PatternCounts`
+            per node) are concatenated to every layer's input ``h``, so that every layer
+            aggregates ``[h_u, s_u]`` over each node's neighbours and itself, not only the first
+            (whose ``h`` is the whole input, ``s`` included). ``0`` (default): plain GIN.
+    """
 
     train_eps: bool = True
+    identifiers: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.identifiers < 0:
+            raise MatlangError(f"identifiers must be at least 0, got {self.identifiers}")
 
 
 class GIN(GraphModel):
@@ -82,4 +105,18 @@ class GIN(GraphModel):
     config: GINConfig
 
     def layer(self, in_channels: int, out_channels: int) -> nn.Module:
-        return GINConv(in_channels, out_channels, train_eps=self.config.train_eps)
+        k = self.config.identifiers
+        return GINConv(in_channels + k, out_channels, train_eps=self.config.train_eps)
+
+    def graph_inputs(self, batch: Batch, x: Tensor, **inputs: Any) -> tuple[Any, ...]:
+        """Every layer's graph inputs; with ``identifiers``, the input's last columns too."""
+        base = super().graph_inputs(batch, x, **inputs)
+        k = self.config.identifiers
+        if not k:
+            return base
+        if x.shape[1] < k:
+            raise GraphError(
+                f"GIN with identifiers={k} reads its last {k} input columns as identifiers, "
+                f"but the nodes have {x.shape[1]} feature(s)"
+            )
+        return (*base, x[:, x.shape[1] - k :])
