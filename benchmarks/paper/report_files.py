@@ -48,9 +48,11 @@ def shown_in(name: str, data: dict[str, Any]) -> str | None:
     """The section of the report that shows a variant result file (``None``: none does): the
     counting ablation (its ``batch 10, 200 epochs`` arm is also Table 2's "GNNML3, batch 10"
     row), Table 1 in float32, Table 3's authors'-architecture rows, the TU tables under the
-    authors' protocol and architectures."""
+    authors' protocol and architectures, the pattern-counts row."""
     bench, cfg = data.get("bench"), data.get("config") or {}
     variant = str(cfg.get("variant") or "")
+    if name in learned_names():
+        return "the pattern-counts row (Pattern counts as features, beyond the paper)"
     if bench == "count" and data.get("model") == "gnnml3" and variant.startswith("abl"):
         row = " and Table 2's row GNNML3, batch 10" if variant == "abl-e200" else ""
         return "the GNNML3 counting ablation" + row

@@ -89,3 +89,20 @@ def test_learned_section_shows_what_is_there(tmp_path: Path) -> None:
     assert list(rows) == ["GIN"]
     assert rows["GIN"] == _expected({one.path.name: one.data}, "gin")
     assert sum(c != "–" for c in rows["GIN"]) == 1
+
+
+def test_report_lists_the_rows_files_as_shown_not_skipped() -> None:
+    """``matlang report`` says where each file of the row is shown (its own section), never
+    that it skipped it."""
+    from benchmarks.paper.counts_files import learned_names
+    from benchmarks.paper.report_files import describe_scan, scan_results
+
+    results, skipped = scan_results(RESULTS)
+    lines = describe_scan(RESULTS, results, skipped)
+    names = set(learned_names())
+    shown = {s.path.name for s in skipped if s.shown and "pattern-counts row" in s.shown}
+    assert names and names <= shown
+    tail = lines[lines.index(next(x for x in lines if x.startswith("skipped"))) :] if any(
+        x.startswith("skipped") for x in lines
+    ) else []
+    assert not any(name in line for name in names for line in tail)
