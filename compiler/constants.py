@@ -43,6 +43,7 @@ from matlang.compiler.interpret import (
 from matlang.compiler.plan import EDGE, GRAPH, NODE, Op, Plan, Step
 from matlang.errors import EvaluationError
 from matlang.functions import (
+    FLOAT32_EXACT,
     FLOAT_EXACT,
     numeric,
 )
@@ -53,8 +54,6 @@ from matlang.runtime.kernels import GraphView
 #: A matrix of Fractions comes back dense (object array) up to this many nodes.
 DENSE_RATIONAL_LIMIT = 4096
 
-#: float32 holds every integer up to this exactly.
-FLOAT32_EXACT = 2**24
 
 
 #: The GraphBLAS stage's view of a batch (numpy arrays): :class:`~runtime.kernels.GraphView`.

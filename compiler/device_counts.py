@@ -18,8 +18,10 @@ from fractions import Fraction
 from math import lcm
 from typing import Any
 
+from matlang.functions import FLOAT_EXACT
+
 #: float64's exact integers: the torch path's bound.
-EXACT = 2**53
+EXACT = FLOAT_EXACT
 
 
 def device_of(graphs: Any) -> Any:

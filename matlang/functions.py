@@ -148,6 +148,9 @@ def exact_degree(formula: sp.Expr, symbols: Sequence[sp.Symbol]) -> int | None:
 #: Every integer of magnitude below this is a float64; past it, ``Mod`` of a float is noise.
 FLOAT_EXACT = 2**53
 
+#: ... and every integer of magnitude below this a float32.
+FLOAT32_EXACT = 2**24
+
 
 def mod_refusal(
     what: str, top: float, graph: str, advice: str, dtype: str = "float64", bits: int = 53

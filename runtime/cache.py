@@ -208,13 +208,18 @@ def split_block(
 
 
 def split_blocks(
-    indptr: np.ndarray, indices: np.ndarray, ptr: np.ndarray, ks: Sequence[int]
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    ptr: np.ndarray,
+    ks: Sequence[int],
+    dtype: Any = np.int64,
 ) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
     """:func:`split_block` of the graphs ``ks`` (graph ``k``'s nodes are ``ptr[k]:ptr[k+1]``)
-    at once: the local ids of every entry in one vector pass, then a slice per graph."""
+    at once: the local ids and row counts of every entry in one vector pass each (as
+    ``dtype``: fresh arrays that outlive the batch), then a view per graph."""
     ebounds = indptr[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
-    local = indices - np.repeat(ptr[:-1], np.diff(ebounds))
-    counts = np.diff(indptr)
+    local = (indices - np.repeat(ptr[:-1], np.diff(ebounds))).astype(dtype)
+    counts = np.diff(indptr).astype(dtype)
     eb, nb = ebounds.tolist(), ptr.tolist()
     return [(counts[nb[k] : nb[k + 1]], local[eb[k] : eb[k + 1]], eb[k], eb[k + 1]) for k in ks]
 

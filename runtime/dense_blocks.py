@@ -22,10 +22,8 @@ from typing import Any
 
 import numpy as np
 
-#: float64 holds every integer below this exactly
-FLOAT_EXACT = 2**53
-#: and float32 every integer below this
-FLOAT32_EXACT = 2**24
+from matlang.functions import FLOAT32_EXACT, FLOAT_EXACT
+
 #: dense blocks are taken when their multiply-adds are at most this many times the sparse
 #: product's estimated terms (a BLAS multiply-add costs ~1/20 of a sparse term here)
 DENSE_OVER_SPARSE = 16
@@ -114,6 +112,8 @@ class Blocks:
 
 
 def _maxabs(x: np.ndarray) -> int:
+    """The largest magnitude of integer values (``runtime.graphblas.maxabs`` for int arrays;
+    not imported: graphblas imports this module)."""
     if x.size == 0:
         return 0
     return max(abs(int(x.max())), abs(int(x.min())))

@@ -34,13 +34,13 @@ import torch
 from torch import Tensor
 
 from matlang.errors import EvaluationError
+from matlang.functions import FLOAT_EXACT
 
 #: Integer values stay int64 while a bound on every entry is below this (as GraphBLAS's).
 SAFE = 2**62
 
-#: float64 holds every integer below this exactly: a CSR product of integers bounded by it is
-#: exact in float64 whatever order cuSPARSE sums in.
-FLOAT_EXACT = 2**53
+#: (FLOAT_EXACT, from matlang.functions: float64 holds every integer below it exactly, so a CSR
+#: product of integers bounded by it is exact in float64 whatever order cuSPARSE sums in.)
 
 _I64 = torch.int64
 _F64 = torch.float64

@@ -158,40 +158,30 @@ def sort_host(
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The edges ``(row, col)`` sorted row-major and column-major, each as CSR
     ``(indptr, cols, perm)`` (``perm``: the edges' positions in that order): ``A`` and ``Aᵀ``
-    with sorted rows. One counting sort by row (scipy's ``coo_tocsr``, O(n + E)), each row's
-    columns sorted in place (``csr_sort_indices``: short rows, in cache), then the transpose
-    the coalesced path takes too (``csr_tocsc``: its rows come out sorted within each
-    column). int32 indices where they fit (:func:`row_pointers`)."""
-    e = row.size
-    itype = np.int32 if max(n, e) < 2**31 - 1 else np.int64
-    ids = np.arange(e, dtype=itype)
+    with sorted rows. ``A`` by :func:`sort_rows_host` (or ``presorted``, its result earlier in
+    this call), then the transpose the coalesced path takes too (``csr_tocsc``: its rows come
+    out sorted within each column). int32 indices where they fit (:func:`row_pointers`)."""
+    p, j, x = sort_rows_host(row, col, n) if presorted is None else presorted
+    e, itype = j.size, j.dtype
     try:
-        from scipy.sparse._sparsetools import coo_tocsr, csr_sort_indices, csr_tocsc
+        from scipy.sparse._sparsetools import csr_tocsc
 
-        if presorted is not None and presorted[0].dtype == itype:
-            p, j, x = presorted  # A, rows sorted (sort_rows_host, earlier in this call)
-        else:
-            p, j, x = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
-            coo_tocsr(n, n, e, row.astype(itype), col.astype(itype), ids, p, j, x)
-            csr_sort_indices(n, p, j, x)  # A, rows sorted
         tp, ti, tx = np.empty(n + 1, itype), np.empty(e, itype), np.empty(e, itype)
         csr_tocsc(n, n, p, j, x, tp, ti, tx)  # Aᵀ, rows sorted (columns of A, rows in order)
         return (p, j, x), (tp, ti, tx)
-    except (ImportError, TypeError, ValueError):  # no private module: numpy's stable sorts
-        out = []
-        for r, c in ((row, col), (col, row)):
-            perm = np.argsort(r.astype(np.int64) * n + c, kind="stable").astype(itype)
-            out.append((row_pointers(r, n).astype(itype), c[perm].astype(itype), perm))
-        return out[0], out[1]
+    except (ImportError, TypeError, ValueError):  # no private module: numpy's stable sort
+        perm = np.argsort(col.astype(np.int64) * n + row, kind="stable").astype(itype)
+        return (p, j, x), (row_pointers(col, n).astype(itype), row[perm].astype(itype), perm)
 
 
 def sort_rows_host(
     row: np.ndarray, col: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The edges ``(row, col)`` (ids in ``[0, n)``) sorted row-major as CSR ``(indptr, cols,
-    perm)`` (``perm``: the edges' positions in that order): the first half of
-    :func:`sort_host` (one counting sort by row, each row's columns sorted in place). A batch
-    that is sorted here and then validated hands it on (``presorted``): one sort, not two."""
+    perm)`` (``perm``: the edges' positions in that order): one counting sort by row (scipy's
+    ``coo_tocsr``, O(n + E)), each row's columns sorted in place (``csr_sort_indices``: short
+    rows, in cache). A batch that is sorted here and then validated hands it on
+    (:func:`sort_host`'s ``presorted``): one sort, not two."""
     e = row.size
     itype = np.int32 if max(n, e) < 2**31 - 1 else np.int64
     ids = np.arange(e, dtype=itype)

@@ -30,7 +30,7 @@ from benchmarks.paper.counts_files import (
 )
 from benchmarks.paper.model_variants import COUNT_PATTERNS
 from benchmarks.paper.paper_numbers import TABLE2_HEAD, TABLE2_TASKS
-from benchmarks.paper.report_files import Result
+from benchmarks.paper.report_files import Result, find, sci
 from benchmarks.paper.report_flags import MARK_DIRTY, training_note
 from benchmarks.records import is_dirty
 
@@ -46,16 +46,10 @@ def learned_files(folder: str | Path) -> list[Result]:
     return out
 
 
-def _find(files: Sequence[Result], bench: str, model: str, key: str, value: str) -> Result | None:
-    return next(
-        (r for r in files if r.bench == bench and r.model == model and r.data.get(key) == value),
-        None,
-    )
 
 
 def _mse(r: Result) -> str:
-    v = float(r.data["median_test_mse"])
-    return f"{v:.2E}".replace("E-0", "E-").replace("E+0", "E+")
+    return sci(float(r.data["median_test_mse"]))
 
 
 def _acc(r: Result) -> str:
@@ -81,11 +75,11 @@ def learned_table(files: Sequence[Result]) -> tuple[str, list[Result]]:
             continue
         cells = []
         for task in TABLE2_TASKS:
-            r = _find(files, "count", m, "task", task)
+            r = find(files, "count", m, task=task)
             cells.append(_mse(r) + _mark(r) if r else "–")
             used += [r] if r else []
         for d in TU_SETS:
-            r = _find(files, "tu", m, "dataset", d)
+            r = find(files, "tu", m, dataset=d)
             cells.append(_acc(r) + _mark(r) if r else "–")
             used += [r] if r else []
         lines.append(f"| {LEARNED_LABEL[m]} | " + " | ".join(cells) + " |")

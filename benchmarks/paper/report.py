@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from benchmarks.paper.report_claims import (
     summary,
     table_checks,
 )
-from benchmarks.paper.report_files import Result, load_results, scan_results
+from benchmarks.paper.report_files import Result, find, load_results, scan_results, sci
 from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
     MARK_DIRTY,
@@ -67,9 +67,6 @@ MODEL_ORDER: tuple[str, ...] = (
 )
 
 
-def _find(results: Iterable[Result], bench: str, model: str, **where: Any) -> Result | None:
-    ok = (r for r in results if r.bench == bench and r.model == model)
-    return next((r for r in ok if all(r.data.get(k) == v for k, v in where.items())), None)
 
 
 def _models(results: Sequence[Result], benches: Sequence[str]) -> list[str]:
@@ -85,10 +82,6 @@ def _count(v: float | None) -> str:
     return f"{v / 1000:.0f}K" if v >= 100_000 else f"{int(v)}"
 
 
-def _sci(v: float | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:.2E}".replace("E-0", "E-").replace("E+0", "E+")
 
 
 def _pct(v: float | None) -> str:
@@ -121,12 +114,12 @@ def table1(results: Sequence[Result]) -> tuple[str, list[Result]]:
         paper = PAPER_TABLE1.get(m)
         cells = []
         for k, ds in enumerate(("graph8c", "sr25", "exp")):
-            r = _find(results, "iso", m, dataset=ds)
+            r = find(results, "iso", m, dataset=ds)
             ours = _marked(_count(r.data["undistinguished"]), r.data) if r else "–"
             if r:
                 used.append(r)
             cells.append(_cell(ours, _count(paper[k]) if paper else "–"))
-        r = _find(results, "exp-classify", m)
+        r = find(results, "exp-classify", m)
         if r:
             used.append(r)
         ours = _marked(_pct(100 * r.data["median_accuracy"]), r.data) if r else "–"
@@ -186,7 +179,7 @@ def _row_cells(
     found join ``used``."""
     cells = []
     for k, task in enumerate(tasks):
-        r = _find(files, bench, model, task=task)
+        r = find(files, bench, model, task=task)
         if r:
             used.append(r)
         ours = _marked(fmt(r.data[key]), r.data) if r else "–"
@@ -215,7 +208,7 @@ def table2(
         ]
         for label, files in rows:
             cells = _row_cells(
-                files, "count", m, TABLE2_TASKS, "median_test_mse", _sci, paper, used
+                files, "count", m, TABLE2_TASKS, "median_test_mse", sci, paper, used
             )
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines), used
@@ -240,7 +233,7 @@ def table3(
             rows.append((TABLE3_ARCH_LABEL.format(rows[0][0]), [r for r in arch if r.model == m]))
         for k, (label, files) in enumerate(rows):
             cells = _row_cells(files, "filter", m, TABLE3_TASKS, "median_r2", _r2, paper, used)
-            c = _find(files, "bandclass", m) if k == 0 else None
+            c = find(files, "bandclass", m) if k == 0 else None
             if c is not None:
                 used.append(c)
             ours = _marked(_pct(100 * c.data["median_test_accuracy"]), c.data) if c else "–"
@@ -441,8 +434,8 @@ def _table4_section(results: Sequence[Result]) -> list[str]:
     ]
     used = []
     for m, ((zm, zs), (am, as_)) in PAPER_TABLE4.items():
-        z = _find(results, "zinc", m)
-        a = _find(results, "mnist75", m)
+        z = find(results, "zinc", m)
+        a = find(results, "mnist75", m)
         used += [r for r in (z, a) if r]
         zo = _marked(f"{z.data['median_test_mae']:.4f}", z.data) if z else "–"
         ao = _marked(_pct(100 * a.data["median_test_accuracy"]), a.data) if a else "–"
@@ -493,10 +486,10 @@ def beyond_table(results: Sequence[Result]) -> tuple[str, list[Result]]:
     for m in models:
         cells = []
         for c in cols:
-            hit = _find(rs, "count", m, task=f"pattern:{c}")
+            hit = find(rs, "count", m, task=f"pattern:{c}")
             if hit:
                 used.append(hit)
-                cells.append(_marked(_sci(hit.data["median_test_mse"]), hit.data))
+                cells.append(_marked(sci(hit.data["median_test_mse"]), hit.data))
             elif theory.get(c) == "no" and m in ("compiled", "compiled-random", *own):
                 cells.append("n/a (no sentence)")
             else:

@@ -25,7 +25,7 @@ from benchmarks.paper.paper_numbers import (
     TABLE2_TASKS,
     TABLE3_TASKS,
 )
-from benchmarks.paper.report_files import Result
+from benchmarks.paper.report_files import Result, find, sci
 from benchmarks.paper.report_flags import (
     MARK_DEVIATES,
     MARK_DIRTY,
@@ -65,8 +65,6 @@ class Check:
     marks: str
 
 
-def _sci(v: float) -> str:
-    return f"{v:.2E}".replace("E-0", "E-").replace("E+0", "E+")
 
 
 def _count_ok(ours: float, paper: float) -> bool:
@@ -98,7 +96,7 @@ def check_result(r: Result, label: str | None = None) -> list[Check]:
     if r.bench == "count" and m in PAPER_TABLE2 and d.get("task") in TABLE2_TASKS:
         k = TABLE2_TASKS.index(str(d["task"]))
         paper, ours = PAPER_TABLE2[m][k], float(d["median_test_mse"])
-        return [Check(f"{name} {TABLE2_HEAD[k]}", _sci(ours), _sci(paper), ours < 2 * paper, marks)]
+        return [Check(f"{name} {TABLE2_HEAD[k]}", sci(ours), sci(paper), ours < 2 * paper, marks)]
     if r.bench == "filter" and m in PAPER_TABLE3 and d.get("task") in TABLE3_TASKS:
         paper = PAPER_TABLE3[m][TABLE3_TASKS.index(str(d["task"]))]
         ours = float(d["median_r2"])
@@ -223,11 +221,6 @@ def m_in(r: Result, models: Sequence[str]) -> bool:
     return r.model in models
 
 
-def _mse(rs: Sequence[Result], model: str, task: str) -> Result | None:
-    return next(
-        (r for r in rs if r.bench == "count" and r.model == model and r.data.get("task") == task),
-        None,
-    )
 
 
 def count_claims(
@@ -252,7 +245,7 @@ def count_claims(
         out.append(
             '- "Every model counts 3-stars at 1e-4" (Table 2): not for '
             + ", ".join(
-                f"{MODEL_LABEL[r.model]} ({_sci(r.data['median_test_mse'])}{deviations(r.data)[0]})"
+                f"{MODEL_LABEL[r.model]} ({sci(r.data['median_test_mse'])}{deviations(r.data)[0]})"
                 for r in sorted(stars, key=lambda r: -r.data["median_test_mse"])
             )
             + "."
@@ -266,18 +259,18 @@ def count_claims(
         out.append(
             '- "GNNML1 and ChebNet approximate the custom sentence better than the other '
             'MPNNs" (Table 2): our best message-passing model on it is '
-            + ", then ".join(f"{MODEL_LABEL[m]} {_sci(v)}" for v, m in custom)
+            + ", then ".join(f"{MODEL_LABEL[m]} {sci(v)}" for v, m in custom)
             + "."
         )
     bound = PAPER_3WL_COUNT_BOUND
     over = []
     for m in PAPER_3WL_MODELS:
         for t in ("custom", "triangle", "tailed_triangle", "cycle4"):
-            r = _mse(results, m, t)
+            r = find(results, "count", m, task=t)
             if r is not None and r.data["median_test_mse"] >= bound:
                 head = TABLE2_HEAD[TABLE2_TASKS.index(t)]
                 over.append(
-                    f"{MODEL_LABEL[m]} {head} {_sci(r.data['median_test_mse'])}"
+                    f"{MODEL_LABEL[m]} {head} {sci(r.data['median_test_mse'])}"
                     f"{deviations(r.data)[0]}"
                 )
     if over:
@@ -287,7 +280,7 @@ def count_claims(
             if r.bench == "count" and r.model in PAPER_3WL_MODELS and isinstance(v, float):
                 if r.data.get("task") == "custom" and v < bound:
                     name = label_of(r) if label_of else MODEL_LABEL.get(r.model, r.model)
-                    met.append(f"{name} meets it ({_sci(v)})")
+                    met.append(f"{name} meets it ({sci(v)})")
         out.append(
             f'- "3-WL models are able to count graphlets and approximate our custom function '
             f'(result < {_e(bound)})" (Table 2): not for '
@@ -298,9 +291,9 @@ def count_claims(
     cannot = []
     for m in PAPER_MPNNS:
         for t in ("triangle", "tailed_triangle", "cycle4"):
-            r = _mse(results, m, t)
+            r = find(results, "count", m, task=t)
             if r is not None and r.data["median_test_mse"] < bound:
-                cannot.append(f"{MODEL_LABEL[m]} {t} {_sci(r.data['median_test_mse'])}")
+                cannot.append(f"{MODEL_LABEL[m]} {t} {sci(r.data['median_test_mse'])}")
     if cannot:
         out.append(
             '- "1-WL equivalent models can only count the 3-stars graphlet" (Table 2): '

@@ -9,6 +9,8 @@ sentences (``--sentence``), another variant (``.TAG``), or no bench result at al
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,19 @@ def scan_results(folder: str | Path) -> tuple[list[Result], list[Skipped]]:
             shown = shown_in(path.name, data)
             skipped.append(Skipped(path, _variant_reason(name, path.name, data), shown))
     return out, skipped
+
+
+def find(results: Iterable[Result], bench: str, model: str, **where: Any) -> Result | None:
+    """The first result of ``bench`` and ``model`` whose data has every ``where`` value."""
+    ok = (r for r in results if r.bench == bench and r.model == model)
+    return next((r for r in ok if all(r.data.get(k) == v for k, v in where.items())), None)
+
+
+def sci(v: float | None) -> str:
+    """A number as the report writes MSEs: ``1.23E-4`` (``–`` for none or NaN)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.2E}".replace("E-0", "E-").replace("E+0", "E+")
 
 
 def load_results(folder: str | Path) -> list[Result]:

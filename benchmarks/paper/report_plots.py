@@ -23,7 +23,7 @@ from benchmarks.paper.paper_numbers import (
     TABLE2_TASKS,
     TABLE3_TASKS,
 )
-from benchmarks.paper.report_files import Result
+from benchmarks.paper.report_files import Result, find
 from benchmarks.paper.report_flags import MODEL_LABEL
 
 #: A median MSE below this is exact up to float rounding (a sentence compiled exactly).
@@ -39,9 +39,6 @@ def _pyplot() -> Any:
     return plt
 
 
-def _find(results: Sequence[Result], bench: str, model: str, **where: Any) -> Result | None:
-    ok = (r for r in results if r.bench == bench and r.model == model)
-    return next((r for r in ok if all(r.data.get(k) == v for k, v in where.items())), None)
 
 
 def _outside(ax: Any, ncol: int = 1) -> None:
@@ -53,14 +50,14 @@ def _outside(ax: Any, ncol: int = 1) -> None:
 
 def figure_table1(results: Sequence[Result], order: Sequence[str]) -> Any | None:
     """Table 1's figure (``None``: no iso file)."""
-    models = [m for m in order if any(_find(results, "iso", m, dataset=d) for d in TABLE1_PAIRS)]
+    models = [m for m in order if any(find(results, "iso", m, dataset=d) for d in TABLE1_PAIRS)]
     if not models:
         return None
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for ax, (k, ds) in zip(axes, enumerate(("graph8c", "sr25", "exp")), strict=True):
         xs = range(len(models))
-        ours = [_find(results, "iso", m, dataset=ds) for m in models]
+        ours = [find(results, "iso", m, dataset=ds) for m in models]
         ov = [r.data["undistinguished"] + 1 if r else math.nan for r in ours]
         pv = [PAPER_TABLE1[m][k] + 1 if m in PAPER_TABLE1 else math.nan for m in models]
         ax.bar([x - 0.2 for x in xs], ov, 0.4, label="ours")
@@ -108,7 +105,7 @@ def figure_table2(results: Sequence[Result], dataset: str, order: Sequence[str])
     drawn = []
     for i, m in enumerate(trained):
         xs = [t + (i - (len(trained) - 1) / 2) * width for t in range(len(TABLE2_TASKS))]
-        ours = [_find(rs, "count", m, task=t) for t in TABLE2_TASKS]
+        ours = [find(rs, "count", m, task=t) for t in TABLE2_TASKS]
         ys = [r.data["median_test_mse"] if r else math.nan for r in ours]
         drawn += [y for y in ys if not math.isnan(y)]
         ax.bar(xs, ys, width, label=MODEL_LABEL.get(m, m))
@@ -149,14 +146,14 @@ def figure_table2(results: Sequence[Result], dataset: str, order: Sequence[str])
 
 def figure_table3(results: Sequence[Result], order: Sequence[str]) -> Any | None:
     """Table 3's figure (``None``: no filter file)."""
-    models = [m for m in order if any(_find(results, "filter", m, task=t) for t in TABLE3_TASKS)]
+    models = [m for m in order if any(find(results, "filter", m, task=t) for t in TABLE3_TASKS)]
     if not models:
         return None
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for ax, (k, task) in zip(axes, enumerate(TABLE3_TASKS), strict=True):
         xs = range(len(models))
-        ours = [_find(results, "filter", m, task=task) for m in models]
+        ours = [find(results, "filter", m, task=task) for m in models]
         ov = [r.data["median_r2"] if r else math.nan for r in ours]
         pv = [PAPER_TABLE3[m][k] if m in PAPER_TABLE3 else math.nan for m in models]
         ax.bar([x - 0.2 for x in xs], ov, 0.4, label="ours")

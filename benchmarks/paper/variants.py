@@ -19,12 +19,12 @@ carry tags, see :func:`benchmarks.records.result_name`):
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paper.report_files import sci
 from benchmarks.paper.report_marks import provenance_marks
 
 #: The paper protocol's settings a variant is described against (``bench count``).
@@ -175,10 +175,6 @@ def count_ablation(files: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any
     }
 
 
-def _sci(v: float | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:.2E}".replace("E-0", "E-").replace("E+0", "E+")
 
 
 def ablation_markdown(table: dict[str, Any]) -> list[str]:
@@ -200,7 +196,7 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
         + " | s/epoch |",
         "|---" * (len(tasks) + 4) + "|",
         "| paper (Balcilar et al.; the authors' `counting.py`: ≤ 1000) | ≤ 200 | | "
-        + " | ".join(_sci(PAPER_GNNML3.get(t)) for t in tasks)
+        + " | ".join(sci(PAPER_GNNML3.get(t)) for t in tasks)
         + " | |",
     ]
     for r in rows:
@@ -211,10 +207,10 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
             if c is None:
                 cells.append("–")
                 continue
-            per = ", ".join(_sci(v) for v in c["per_seed"] or [])
+            per = ", ".join(sci(v) for v in c["per_seed"] or [])
             part = " partial" if c["partial"] else ""
             part += f", {c['stacked']} stacked" if c.get("stacked") else ""
-            mse = _sci(c["median_test_mse"]) + c.get("marks", "")
+            mse = sci(c["median_test_mse"]) + c.get("marks", "")
             cells.append(f"{mse} ({len(c['seeds'] or [])}{part}: {per})")
             if c["seconds_per_epoch"]:
                 speeds.append(c["seconds_per_epoch"])
@@ -241,7 +237,7 @@ def ablation_markdown(table: dict[str, Any]) -> list[str]:
             c = r["tasks"].get(t)
             within = (c or {}).get("best_val_mse_within") or {}
             cells.append(
-                " → ".join(f"{_sci(v)} @{e}" for e, v in within.items()) if within else "–"
+                " → ".join(f"{sci(v)} @{e}" for e, v in within.items()) if within else "–"
             )
         out.append(f"| {_row_label(r)} | " + " | ".join(cells) + " |")
     return [*out, ""]
@@ -314,8 +310,8 @@ def iso_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"| {label} | {r['dataset']} | {r['float32']}{r.get('marks', '')} | "
             f"{r['float64_same_weights']} | {f64} | {paper} | "
             f"{r['only_float32']} / {r['only_float64']} | "
-            f"{_sci(r['median_rounding_l1'])}, {_sci(r['max_rounding_l1'])} (tol {r['tol']}) | "
-            f"{_sci(r['max_output'])} |"
+            f"{sci(r['median_rounding_l1'])}, {sci(r['max_rounding_l1'])} (tol {r['tol']}) | "
+            f"{sci(r['max_output'])} |"
         )
     return [*out, ""]
 

@@ -43,6 +43,7 @@ from matlang.runtime.cache import (
     GraphCache,
     concat_blocks,
     graph_fingerprints,
+    split_blocks,
 )
 from matlang.runtime.validate import sort_rows_host
 
@@ -220,30 +221,25 @@ def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
 
 
 def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
-    """The blocks of graphs ``ks`` (see :func:`split`): each support's row counts, local
-    column ids and values made once for the whole batch (one vector pass each, fresh arrays:
-    the entries outlive the batch), then each graph's piece is views into them (no copy and
-    no conversion per graph: ~2 µs a graph)."""
+    """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
+    of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: the row counts and local ids
+    made once for the whole batch, then views) and its values copied once: each graph's piece
+    is views (no copy and no conversion per graph: ~2 µs a graph)."""
     sizes = np.diff(ptr)
     width = np.int32 if int(sizes.max(initial=0)) <= np.iinfo(np.int32).max else np.int64
-    starts = ptr[:-1]
-    parts = []
-    for rowptr, c, v in supports:
-        indptr = rowptr.numpy()
-        ebounds = indptr[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
-        local = (c.numpy() - np.repeat(starts, np.diff(ebounds))).astype(width)
-        counts = np.diff(indptr).astype(width)
-        parts.append((counts, local, v.numpy().copy(), ebounds.tolist()))
-    bounds = ptr.tolist()
+    parts = [
+        (split_blocks(rowptr.numpy(), c.numpy(), ptr, ks, width), v.numpy().copy())
+        for rowptr, c, v in supports
+    ]
     out = []
-    for k in ks:
-        lo, hi = bounds[k], bounds[k + 1]
+    for i in range(len(ks)):
+        blocks = [(b[i], vals) for b, vals in parts]
         out.append(
             Piece(
-                tuple(p[0][lo:hi] for p in parts),
-                tuple(p[1][p[3][k] : p[3][k + 1]] for p in parts),
-                tuple(p[2][p[3][k] : p[3][k + 1]] for p in parts),
-                tuple(p[3][k + 1] - p[3][k] for p in parts),
+                tuple(b[0] for b, _ in blocks),
+                tuple(b[1] for b, _ in blocks),
+                tuple(vals[b[2] : b[3]] for b, vals in blocks),
+                tuple(b[3] - b[2] for b, _ in blocks),
             )
         )
     return out
