@@ -101,6 +101,19 @@ class GraphCache:
         self.misses += len(keys) - found
         return out
 
+    def lookup_all(self, keys: list[CacheKey]) -> list[Any] | None:
+        """The entries under ``keys``, each counted as a hit, or ``None`` (nothing counted)
+        when one is absent: for callers that serve a batch whole or not at all."""
+        store = self._store
+        try:
+            out = [store[key] for key in keys]
+        except KeyError:
+            return None
+        for key in keys:
+            store.move_to_end(key)
+        self.hits += len(keys)
+        return out
+
     def store(self, key: CacheKey, value: Any) -> None:
         """File ``value`` under ``key`` (the least recently used entry goes beyond the bound)."""
         self._store[key] = value

@@ -97,12 +97,7 @@ def graph_fingerprints(
         # the loop below, one comprehension over one buffer
         lo = int(bounds[0])
         view = _pairs(rows, cols, lo, lo + total, 0)
-        b0 = (np.asarray(bounds, dtype=np.int64) - lo).tolist()
-        sha = hashlib.sha256
-        return [
-            sha(b"n=%d;E=%d;u8;%s;unweighted" % (n, z - a, view[2 * a : 2 * z])).hexdigest()
-            for n, a, z in zip(sizes_a.tolist(), b0[:-1], b0[1:])
-        ]
+        return byte_pair_fingerprints(sizes_a, np.asarray(bounds, dtype=np.int64) - lo, view)
     sizes_l = sizes_a.tolist()
     widths = [_width(n) for n in sizes_l]
     w = None
@@ -137,6 +132,20 @@ def graph_fingerprints(
             out.append(h.hexdigest())
         k = end
     return out
+
+
+def byte_pair_fingerprints(sizes: np.ndarray, bounds: np.ndarray, pairs: Any) -> list[str]:
+    """:func:`graph_fingerprints` of unweighted graphs of at most 256 nodes whose local edges
+    are already laid out as byte pairs: ``pairs`` (bytes-like, ``2·E`` of them) holds graph
+    ``k``'s edges ``(i, j)`` at ``2·bounds[k]:2·bounds[k + 1]`` (the same digests: one byte an
+    id is the width of such graphs)."""
+    view = memoryview(pairs).cast("B")
+    b = np.asarray(bounds, dtype=np.int64).tolist()
+    sha = hashlib.sha256
+    return [
+        sha(b"n=%d;E=%d;u8;%s;unweighted" % (n, z - a, view[2 * a : 2 * z])).hexdigest()
+        for n, a, z in zip(np.asarray(sizes).tolist(), b[:-1], b[1:])
+    ]
 
 
 #: Edges hashed per buffer by :func:`graph_fingerprints` (a few MB, whatever the batch).

@@ -251,12 +251,15 @@ class Stage:
         hit = seen_graphs(b, self.cache, self._cache_params)
         if hit is None:
             return None, None
-        keys, ptr, pieces, edges = hit
+        keys, ptr, pieces, a = hit
         if pieces is None:
             return None, keys
         computed = iter(assemble(pieces, ptr))
-        # the batch's edges: sorted and coalesced (checked by seen_graphs)
-        csrs = [next(computed) if k is None else plain_csr(k, edges, n) for k in kinds]
+        # the batch's edges row-major, without repeats (checked by seen_graphs)
+        plain = {"A": (a.indptr, a.cols, torch.ones(a.cols.shape[0], dtype=torch.float64))}
+        if "I" in kinds:
+            plain["I"] = plain_csr("I", a.cols, n)
+        csrs = [next(computed) if k is None else plain[k] for k in kinds]
         return self._supports(csrs, n), keys
 
     def _supports(self, csrs: list[Csr], n: int) -> Supports:

@@ -45,7 +45,8 @@ from matlang.runtime.cache import (
     graph_fingerprints,
     split_blocks,
 )
-from matlang.runtime.validate import sort_rows_host
+from matlang.runtime.local_graphs import byte_pair_fingerprints
+from matlang.runtime.validate import sort_rows_host, strictly_increasing_rows
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"
@@ -151,68 +152,93 @@ def resolved(
     return out
 
 
+class RowMajor(NamedTuple):
+    """A batch's edges row-major, as CSR arrays: its ``A`` without the values."""
+
+    indptr: Tensor  # (N + 1,) int64
+    cols: Tensor  # (E,) int64
+
+
 def seen_graphs(
     b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
-) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, Tensor] | None:
+) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, RowMajor] | None:
     """The graphs' cache keys, their first nodes, every graph's entry when all of the
     unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
-    computes and files under these keys), and the batch's edges sorted row-major; ``None``
-    when the checks below fail (the keys of such a batch are taken from its coalesced edges
-    after validation).
+    computes and files under these keys), and the batch's edges row-major; ``None`` when the
+    checks below fail (the keys of such a batch are taken from its coalesced edges after
+    validation).
 
     Entries are filed only for graphs of validated batches, under the sha256 of ``n`` and
     their local edges. So a graph whose edges hash to a filed graph's is that graph, valid
     (symmetric, no self-loop, no repeat) — provided the bytes hashed are its edges: ids in
-    range, the edge list sorted row-major without repeats (keys ``i·N + j`` strictly
-    increasing, so each graph's edges are one contiguous run), and each column within its
-    row's graph (no edge between graphs, and local ids below ``n``, as the hash's narrow
-    widths need). Those are checked here, a few vector passes instead of the validation's
-    transposition; an unweighted host batch only. An edge list in another order (PyG's
-    ``torch.cat([e, e.flip(0)], 1)``) is sorted first: one counting sort
-    (:func:`~runtime.validate.sort_rows_host`) more than a sorted one, no more."""
+    range, the edge list sorted row-major without repeats (so each graph's edges are one
+    contiguous run), and each column within its row's graph (no edge between graphs, and
+    local ids below ``n``, as the hash's narrow widths need). Those are checked here on the
+    CSR form: rows non-decreasing, then each row's columns strictly increasing (one pass each,
+    int32 where the edges came sorted), then each row's first and last columns inside its
+    graph (O(N), not O(E)). An edge list in another order (PyG's ``torch.cat([e, e.flip(0)],
+    1)``) is sorted first: one counting sort (:func:`~runtime.validate.sort_rows_host`) more
+    than a sorted one, no more. What was checked is handed on to the validation of a batch
+    with a new graph (``scanned``, ``row_pointers``, ``sorted_rows``): not checked twice."""
     ei = b.edge_index
     if ei.device.type != "cpu" or b.edge_weight is not None or b.num_graphs == 0:
         return None
     e = ei.detach().numpy()
-    n = b.num_nodes
+    e = e if e.dtype == np.int64 else e.astype(np.int64)
+    n, fp = b.num_nodes, b.fingerprint()
     rows, cols = e[0], e[1]
-    edges = ei
-    if e.shape[1]:
-        key = rows * n + cols
-        if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
-            if (
-                min(int(rows.min()), int(cols.min())) < 0
-                or max(int(rows.max()), int(cols.max())) >= n
-            ):
-                return None
-            indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
-            # handed on to the validation of a batch with a new graph: one sort, not two
-            b.remember("sorted_rows", (indptr, sorted_cols, perm), b.fingerprint())
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-            cols = sorted_cols.astype(np.int64)
-            key = rows * n + cols
-            if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
-                return None  # a repeated edge: the validation says so
-            edges = torch.from_numpy(np.stack([rows, cols]))
-        # rows sorted: their extremes are the ends; the columns are checked by graph below
-        if int(rows[0]) < 0 or int(rows[-1]) >= n:
+    itype = np.int32 if max(n, rows.size) < 2**31 - 1 else np.int64
+    row_major = rows.size < 2 or bool((rows[1:] >= rows[:-1]).all())
+    indptr: np.ndarray | None = None
+    if row_major:
+        if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= n):
             return None
+        indptr = np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(itype)
+        row_major = strictly_increasing_rows(indptr, cols)
+    if row_major:
+        a_cols = torch.from_numpy(cols)
+    else:  # rows out of order, or a row's columns: one counting sort
+        if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
+            return None
+        indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
+        b.remember("sorted_rows", (indptr, sorted_cols, perm), fp)
+        if not strictly_increasing_rows(indptr, sorted_cols):
+            return None  # a repeated edge: the validation says so
+        cols = sorted_cols
+        a_cols = torch.from_numpy(sorted_cols.astype(np.int64))
+    assert indptr is not None
     ptr = b.ptr.numpy()
-    bounds = np.searchsorted(rows, ptr)
-    if int(bounds[0]) != 0 or int(bounds[-1]) != rows.size:  # every edge in some graph's run
-        return None
-    per = np.diff(bounds)
-    starts = np.repeat(ptr[:-1], per)
-    local_cols = cols - starts
-    if local_cols.size and not bool(
-        ((local_cols >= 0) & (local_cols < np.repeat(np.diff(ptr), per))).all()
-    ):
-        return None
-    fps = graph_fingerprints(np.diff(ptr), bounds, rows - starts, local_cols, None)
-    keys = [CacheKey(TRANSFORM, fp, params) for fp in fps]
-    if not all(k in cache for k in keys):
-        return keys, ptr, None, edges
-    return keys, ptr, resolved(cache.lookup(keys), keys, cache), edges
+    node_graph = b.batch.numpy()
+    counts = np.diff(indptr)
+    full = np.flatnonzero(counts)  # the rows with entries: their first and last columns
+    first, last = cols[indptr[full]], cols[indptr[full + 1] - 1]
+    g = node_graph[full]
+    if not bool(((first >= ptr[g]) & (last < ptr[g + 1])).all()):
+        return None  # an edge between graphs, or a column out of range
+    if row_major:
+        b.remember("row_pointers", indptr, fp)
+    b.remember("scanned", row_major, fp)
+    bounds = indptr[ptr]  # graph k's edges: bounds[k]:bounds[k + 1]
+    sizes = np.diff(ptr)
+    node_start = ptr[node_graph]
+    if int(sizes.max()) <= 256:  # the edges as the digest reads them: one byte an id
+        # ids mod 256: a local id is below 256, so the difference of wrapped ids is exact
+        pairs = np.empty((cols.size, 2), dtype=np.uint8)
+        pairs[:, 0] = np.repeat((np.arange(n) - node_start).astype(np.uint8), counts)
+        local_cols = pairs[:, 1]
+        local_cols[...] = cols
+        local_cols -= np.repeat(node_start.astype(np.uint8), counts)
+        fps = byte_pair_fingerprints(sizes, bounds, pairs)
+    else:
+        starts = np.repeat(node_start, counts)
+        local_rows = np.repeat(np.arange(n) - node_start, counts)
+        fps = graph_fingerprints(sizes, bounds, local_rows, cols - starts, None)
+    keys = [CacheKey(TRANSFORM, f, params) for f in fps]
+    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
+    pieces = cache.lookup_all(keys)
+    if pieces is None:
+        return keys, ptr, None, a
+    return keys, ptr, resolved(pieces, keys, cache), a
 
 
 def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:

@@ -224,9 +224,16 @@ def _edit(b: Batch, how: str) -> torch.Tensor:
         ei = torch.cat([ei, torch.tensor([[0], [0]])], 1)
     elif how == "out of range":
         ei[1, -1] = b.num_nodes + 3
+    elif how == "repeat":  # an edge and its reverse twice
+        ei = torch.cat([ei, ei[:, :1], ei[:, :1].flip(0)], 1)
     return ei
 
 
+def _row_major(ei: torch.Tensor, n: int) -> torch.Tensor:
+    return ei[:, torch.argsort(ei[0] * n + ei[1], stable=True)]
+
+
+@pytest.mark.parametrize("order", ["as edited", "row-major", "reversed"])
 @pytest.mark.parametrize(
     ("how", "message"),
     [
@@ -234,15 +241,27 @@ def _edit(b: Batch, how: str) -> torch.Tensor:
         ("no reverse", "has no reverse edge"),
         ("self-loop", "self-loop"),
         ("out of range", "refers to node"),
+        ("repeat", "twice|repeat"),
     ],
 )
-def test_a_broken_batch_of_seen_graphs_gets_the_validation_error(how: str, message: str) -> None:
-    """The shortcut never vouches for a batch that is not exactly its filed graphs: each
-    defect gets the error a new batch gets."""
+def test_a_broken_batch_of_seen_graphs_gets_the_validation_error(
+    how: str, message: str, order: str
+) -> None:
+    """The shortcut never vouches for a batch that is not exactly its filed graphs, and what it
+    checked on the way (ids, order, repeats, graphs: handed on to the validation) leaves the
+    rest checked: each defect gets the error a new batch gets, in row-major order and not."""
     stage = _filed_stage()
     b = _batch(["K4", "cycle5"])
+    ei = _edit(b, how)
+    if order == "row-major":
+        ei = _row_major(ei, b.num_nodes)
+    elif order == "reversed":
+        ei = ei.flip(1).contiguous()
     with pytest.raises(matlang.errors.GraphError, match=message):
-        stage.supports(_edit(b, how), b.batch.clone(), b.num_nodes)
+        stage.supports(ei, b.batch.clone(), b.num_nodes)
+    fresh = st.Stage.lowered("supports", SUPPORTS, level="matrix")  # nothing filed: same error
+    with pytest.raises(matlang.errors.GraphError, match=message):
+        fresh.supports(ei, b.batch.clone(), b.num_nodes)
 
 
 def test_seen_graphs_in_another_edge_order_or_size_are_not_taken_for_filed_ones() -> None:
