@@ -50,7 +50,9 @@ class CacheKey(NamedTuple):
     tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
 
     transform: str
-    graph: str
+    graph: (
+        str | bytes
+    )  # a fingerprint, or a small graph's exact key (local_graphs.small_graph_keys)
     params: tuple[tuple[str, Any], ...]
 
 

@@ -45,7 +45,7 @@ from matlang.runtime.cache import (
     graph_fingerprints,
     split_blocks,
 )
-from matlang.runtime.local_graphs import byte_pair_fingerprints
+from matlang.runtime.local_graphs import pair_bytes, small_graph_keys
 from matlang.runtime.validate import sort_rows_host, strictly_increasing_rows
 
 #: The transform's name in cache keys.
@@ -66,11 +66,26 @@ class Piece(NamedTuple):
 Csr = tuple[Tensor, Tensor, Tensor]
 
 
-def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str], np.ndarray]:
-    """The graphs' fingerprints (:func:`~runtime.cache.graph_fingerprints`: sha256 of
-    ``n`` and the graph's own local edges, never of the batch) from the batch's coalesced
-    ``edges`` (global ids, row-major), and their first nodes. (A vectorised 128-bit hash of
-    the edge sets, two 64-bit mixes summed per graph, measured no faster at 128 × ER(25).)"""
+def graph_keys(
+    sizes: np.ndarray, bounds: np.ndarray, local_rows: np.ndarray, local_cols: np.ndarray
+) -> list[str | bytes]:
+    """The graphs' keys in the cache: for a batch of graphs of at most 256 nodes their exact
+    keys (:func:`~runtime.local_graphs.small_graph_keys`: ``n`` and the local edges as bytes),
+    else their fingerprints (:func:`~runtime.cache.graph_fingerprints`: sha256 of ``n`` and the
+    local edges); graph ``k``'s row-major local edges are ``bounds[k]:bounds[k + 1]``. Either
+    is the graph's own, never the batch's."""
+    if int(np.max(sizes, initial=0)) <= 256:
+        lo, hi = int(bounds[0]), int(bounds[-1])
+        return list(
+            small_graph_keys(sizes, bounds - lo, pair_bytes(local_rows, local_cols, lo, hi, 0))
+        )
+    return list(graph_fingerprints(sizes, bounds, local_rows, local_cols, None))
+
+
+def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str | bytes], np.ndarray]:
+    """The graphs' keys (:func:`graph_keys`) from the batch's coalesced ``edges`` (global ids,
+    row-major), and their first nodes. (A vectorised 128-bit hash of the edge sets, two 64-bit
+    mixes summed per graph, measured no faster at 128 × ER(25).)"""
     ptr = b.ptr.numpy()
     rows, cols = edges[0].numpy(), edges[1].numpy()
     bounds = np.searchsorted(rows, ptr)
@@ -79,7 +94,7 @@ def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str], np.ndarray]:
     else:
         starts = np.repeat(ptr[:-1], np.diff(bounds))
         local_rows, local_cols = rows - starts, cols - starts
-    return graph_fingerprints(np.diff(ptr), bounds, local_rows, local_cols, None), ptr
+    return graph_keys(np.diff(ptr), bounds, local_rows, local_cols), ptr
 
 
 def cached_supports(
@@ -221,18 +236,19 @@ def seen_graphs(
     bounds = indptr[ptr]  # graph k's edges: bounds[k]:bounds[k + 1]
     sizes = np.diff(ptr)
     node_start = ptr[node_graph]
-    if int(sizes.max()) <= 256:  # the edges as the digest reads them: one byte an id
+    fps: list[str | bytes]
+    if int(sizes.max()) <= 256:  # the edges as graph_keys reads them: one byte an id
         # ids mod 256: a local id is below 256, so the difference of wrapped ids is exact
         pairs = np.empty((cols.size, 2), dtype=np.uint8)
         pairs[:, 0] = np.repeat((np.arange(n) - node_start).astype(np.uint8), counts)
         local_cols = pairs[:, 1]
         local_cols[...] = cols
         local_cols -= np.repeat(node_start.astype(np.uint8), counts)
-        fps = byte_pair_fingerprints(sizes, bounds, pairs)
+        fps = list(small_graph_keys(sizes, bounds, pairs))
     else:
         starts = np.repeat(node_start, counts)
         local_rows = np.repeat(np.arange(n) - node_start, counts)
-        fps = graph_fingerprints(sizes, bounds, local_rows, cols - starts, None)
+        fps = graph_keys(sizes, bounds, local_rows, cols - starts)
     keys = [CacheKey(TRANSFORM, f, params) for f in fps]
     a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
     pieces = cache.lookup_all(keys)
@@ -291,6 +307,7 @@ __all__ = [
     "Deferred",
     "Unsplit",
     "batch_fingerprints",
+    "graph_keys",
     "cached_supports",
     "resolved",
     "seen_graphs",

@@ -18,6 +18,7 @@ from matlang.compiler.layers.support_cache import seen_graphs
 from matlang.graphs import named
 from matlang.nn import SentenceConv
 from matlang.runtime.batch import Batch
+from matlang.runtime.cache import GraphCache
 
 GRAPHS = ["K4", "cycle5", "petersen", "decalin", "star3", "path4"]
 #: symmetric and not, plain (A, I: read off the batch) and computed
@@ -323,9 +324,7 @@ def test_an_unsorted_batch_is_sorted_once_seen_or_new(monkeypatch: pytest.Monkey
     monkeypatch.setattr(tools, "coo_tocsr", counted)
     b = _batch(["cycle5", "K4", "petersen"])
     perm = torch.randperm(b.edge_index.shape[1], generator=torch.Generator().manual_seed(1))
-    want = st.Stage.lowered("supports", SUPPORTS, level="matrix").supports(
-        *_fresh(b), b.num_nodes
-    )
+    want = st.Stage.lowered("supports", SUPPORTS, level="matrix").supports(*_fresh(b), b.num_nodes)
     stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     for seen in (False, True):
         sorts[0] = 0
@@ -334,3 +333,27 @@ def test_an_unsorted_batch_is_sorted_once_seen_or_new(monkeypatch: pytest.Monkey
         for x, y in zip(got.csr(torch.float64), want.csr(torch.float64)):
             assert torch.equal(x.to_dense(), y.to_dense())
     assert stage.computed == 2 and len(stage.cache) == 3
+
+
+def test_a_small_graphs_key_is_its_own_edges_the_same_on_both_paths() -> None:
+    """A graph of at most 256 nodes is filed under ``n`` and its local edges as bytes (an
+    exact key: equal only for the same graph); the look for seen graphs and the computed path
+    make the same keys, whatever else is in the batch; a batch with a larger graph falls back
+    to sha256 fingerprints."""
+    b = _batch(["K4", "cycle5", "petersen"])
+    hit = seen_graphs(Batch.from_edge_index(*_fresh(b), num_nodes=b.num_nodes), GraphCache(), ())
+    assert hit is not None
+    looked = [k.graph for k in hit[0]]
+    computed, _ = sc.batch_fingerprints(b, b.edge_index)
+    assert looked == computed
+    k4 = named("K4")
+    ei = np.asarray(k4.edge_index)
+    assert looked[0] == b"4;" + np.stack([ei[0], ei[1]], 1).astype(np.uint8).tobytes()
+    alone = _batch(["petersen"])
+    assert sc.batch_fingerprints(alone, alone.edge_index)[0] == [looked[2]]
+    assert len(set(looked)) == 3
+    big = Batch.from_graphs(
+        [named("K4"), matlang.graphs.from_edge_index(np.zeros((2, 0), np.int64), 300)]
+    )
+    keys, _ = sc.batch_fingerprints(big, big.edge_index)
+    assert all(isinstance(k, str) and len(k) == 64 for k in keys)
