@@ -116,6 +116,16 @@ class GraphCache:
         self.hits += len(keys)
         return out
 
+    def store_many(self, keys: Sequence[CacheKey], values: Sequence[Any]) -> None:
+        """:meth:`store` each value under its key, the bound enforced once."""
+        store = self._store
+        for key, value in zip(keys, values):
+            store[key] = value
+            store.move_to_end(key)
+        if self.max_entries is not None:
+            while len(store) > self.max_entries:
+                store.popitem(last=False)
+
     def store(self, key: CacheKey, value: Any) -> None:
         """File ``value`` under ``key`` (the least recently used entry goes beyond the bound)."""
         self._store[key] = value

@@ -17,6 +17,7 @@ summation the float results follow.
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property
 from typing import Any
 
@@ -29,6 +30,29 @@ from matlang.functions import FLOAT32_EXACT, FLOAT_EXACT
 DENSE_OVER_SPARSE = 16
 #: the most cells one dense operand may have (32 MiB of float64)
 MAX_CELLS = 2**22
+#: the most bytes of scratch a thread keeps between products (see :func:`_scratch`)
+SCRATCH_KEPT = 8 * 2**20
+
+_SCRATCH = threading.local()
+
+
+def _scratch(slot: int, size: int, dtype: Any) -> np.ndarray:
+    """``size`` cells of ``dtype`` from this thread's scratch ``slot``, uninitialised, reused
+    from one product to the next: the dense blocks are a few hundred KB (320 KB at 128 graphs
+    of 25 nodes in float32) and a fresh array of that size is fresh pages, faulted in on first
+    write (~110 page faults a product, most of its time on a VM). Nothing is kept in them
+    between calls: every product overwrites what it reads, and its result is a new array. A
+    thread keeps at most :data:`SCRATCH_KEPT` bytes a slot."""
+    bufs: dict[int, np.ndarray] | None = getattr(_SCRATCH, "bufs", None)
+    if bufs is None:
+        bufs = _SCRATCH.bufs = {}
+    nbytes = int(size) * np.dtype(dtype).itemsize
+    buf = bufs.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = np.empty(nbytes, dtype=np.uint8)
+        if nbytes <= SCRATCH_KEPT:
+            bufs[slot] = buf
+    return buf[:nbytes].view(dtype)
 
 
 class Blocks:
@@ -108,17 +132,20 @@ class Blocks:
         shape = (self.g, self.m, self.m)
         # float32 holds every integer below 2²⁴ exactly: half the memory, twice BLAS's speed
         dtype = np.float32 if bound < FLOAT32_EXACT else np.float64
-        da = self._scatter(ca, va, dtype)
+        da = self._scatter(0, ca, va, dtype)
         # ``A A`` (the walks of a sentence): one operand scattered, read twice
         same = ca is cb and (vb is va or (va.ndim == 0 and vb.ndim == 0 and va == vb))
-        db = da if same else self._scatter(cb, vb, dtype)
-        prod = np.matmul(da.reshape(shape), db.reshape(shape)).reshape(-1)
-        return prod[cs].astype(np.int64)
+        db = da if same else self._scatter(1, cb, vb, dtype)
+        prod = _scratch(2, da.size, dtype).reshape(shape)
+        np.matmul(da.reshape(shape), db.reshape(shape), out=prod)
+        return prod.reshape(-1)[cs].astype(np.int64)  # a new array: nothing aliases the scratch
 
-    def _scatter(self, cells: np.ndarray, values: np.ndarray, dtype: Any) -> np.ndarray:
-        """The ``(G·m·m,)`` blocks holding ``values`` at ``cells`` (the values cast first: a
-        scatter that casts as it goes is ~3× slower; a 0-d value is one scalar)."""
-        out = np.zeros(self.g * self.m * self.m, dtype=dtype)
+    def _scatter(self, slot: int, cells: np.ndarray, values: np.ndarray, dtype: Any) -> np.ndarray:
+        """The ``(G·m·m,)`` blocks holding ``values`` at ``cells``, in scratch ``slot`` (the
+        values cast first: a scatter that casts as it goes is ~3× slower; a 0-d value is one
+        scalar)."""
+        out = _scratch(slot, self.g * self.m * self.m, dtype)
+        out.fill(0)
         out[cells] = dtype(values) if values.ndim == 0 else values.astype(dtype, copy=False)
         return out
 

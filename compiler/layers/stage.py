@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -202,13 +203,22 @@ class Stage:
             b = make_batch(edge_index, batch, n)
             kinds = self.plain_kinds
             rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
+            csrs: list[Csr | None] = [None] * len(kinds)
             if len(rest) < len(kinds):
                 from matlang.runtime.masks import prepared_edges
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-            csrs: list[Csr | None] = [
-                None if kind is None else plain_csr(kind, edges, n) for kind in kinds
-            ]
+                indptr = b.row_pointers()  # the validation's count of these edges' rows
+                for k, kind in enumerate(kinds):
+                    if kind == "A" and indptr is not None:
+                        ones = torch.ones(edges.shape[1], dtype=torch.float64)
+                        csrs[k] = (
+                            torch.from_numpy(indptr.astype(np.int64)),
+                            edges[1].clone(),
+                            ones,
+                        )  # not a view: see make_csr
+                    elif kind is not None:
+                        csrs[k] = plain_csr(kind, edges, n)
 
             def whole() -> list[Csr]:
                 out = []

@@ -122,8 +122,7 @@ def cached_supports(
         return assemble(resolved(pieces, keys, cache), ptr)
     supports = list(compute())
     source = Unsplit(supports, ptr, missing)
-    for k in missing:
-        cache.store(keys[k], Deferred(source, k))
+    cache.store_many([keys[k] for k in missing], [Deferred(source, k) for k in missing])
     return supports
 
 

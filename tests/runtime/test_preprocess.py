@@ -242,6 +242,21 @@ def test_cache_is_bounded_and_clearable() -> None:
         pp.PreprocessCache(max_entries=0)
 
 
+def test_storing_many_keeps_the_bound_and_the_order_of_storing_one_by_one() -> None:
+    """``store_many`` ends where ``store`` one by one ends: the least recently used entries
+    go first, those of the same call included, and an entry stored again becomes the newest."""
+    keys = [pp.CacheKey("t", f"g{i}", ()) for i in range(6)]
+    one, many = pp.PreprocessCache(max_entries=3), pp.PreprocessCache(max_entries=3)
+    for c in (one, many):
+        c.store(keys[0], 0)
+        c.store(keys[1], 1)
+    for k, v in zip(keys[:4], range(4)):
+        one.store(k, v * 10)
+    many.store_many(keys[:4], [v * 10 for v in range(4)])
+    assert one.keys() == many.keys() == keys[1:4]
+    assert [many.lookup([k])[0] for k in keys[1:4]] == [10, 20, 30]
+
+
 # --------------------------------------------------------------------------- cheap cache keys
 
 
