@@ -80,6 +80,37 @@ def test_dense_blocks_equal_the_sparse_product_and_an_independent_one(
     np.testing.assert_array_equal(got_sparse, want)
 
 
+def test_one_operand_read_twice_and_scratch_reused_across_sizes_and_threads() -> None:
+    """``A A`` on ``A`` scatters its operand once; the scratch the blocks reuse from one product
+    to the next (a larger batch, then a smaller one, then from other threads at once) never
+    carries a value over: every product equals the Python-integer one."""
+    import concurrent.futures
+
+    def case(seed: int, sizes: list[int], iso: bool) -> tuple[Blocks, Mask, np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        ptr, node_graph = _layout(sizes)
+        a = _random_mask(rng, ptr, 0.5)
+        va = np.array(1, dtype=np.int64) if iso else rng.integers(-4, 5, size=a.nnz)
+        want = (_dense(a, va) @ _dense(a, va))[a.rows, a.cols].astype(np.int64)
+        return Blocks(ptr, node_graph), a, va.astype(np.int64), want
+
+    cases = [
+        case(s, sizes, iso)
+        for s, sizes, iso in [
+            (0, [9, 8, 9, 7], True),
+            (1, [3, 2], False),
+            (2, [6, 9, 1], True),
+            (3, [5, 4], False),
+        ]
+    ]
+    for blocks, a, va, want in cases:  # large, then smaller: the scratch is longer than needed
+        np.testing.assert_array_equal(blocks.product(a, va, a, va, a), want)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: c[0].product(c[1], c[2], c[1], c[2], c[1]), cases * 8))
+    for g, (_, _, _, want) in zip(got, cases * 8):
+        np.testing.assert_array_equal(g, want)
+
+
 def test_past_float_exact_integers_the_sparse_kernel_answers() -> None:
     """Operands whose products could pass 2⁵³ are not put in float64 blocks: the dense path
     declines and the int64 kernel gives the exact value (which a float64 sum would round)."""
