@@ -197,6 +197,9 @@ def seen_graphs(
     ei = b.edge_index
     if ei.device.type != "cpu" or b.edge_weight is not None or b.num_graphs == 0:
         return None
+    # these arrays share ei's storage, not ei (numpy() aliases through a tensor of its own):
+    # A's columns taken from them below, kept in the memo on ei, hold no reference to ei, unlike
+    # a torch view of it inside a sparse tensor (see supports.make_csr; test_no_leaks.py)
     e = ei.detach().numpy()
     e = e if e.dtype == np.int64 else e.astype(np.int64)
     n, fp = b.num_nodes, b.fingerprint()

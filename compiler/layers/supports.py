@@ -93,9 +93,10 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     if not row_major:
         rows, cols, vals = sort_row_major(rows, cols, vals, n)
     if cols._base is not None:
-        # a view (a row of the batch's edge_index, say) would hold its base from C++: kept in
-        # the batch's memo, which lives on that edge_index, it would make a cycle the garbage
-        # collector cannot see, and every batch would leak (tests/compiler/test_no_leaks.py)
+        # a view (a row of the batch's edge_index, say) inside the sparse tensor built from it
+        # holds its base from C++: kept in the batch's memo, which lives on that edge_index, it
+        # makes a cycle the garbage collector cannot see, and every batch would leak
+        # (tests/compiler/test_no_leaks.py)
         cols = cols.clone()
     rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])

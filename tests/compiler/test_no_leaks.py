@@ -2,11 +2,11 @@
 
 What a batch remembers (validation, graph constants, a layer's supports) lives on its
 ``edge_index`` tensor and dies with it. That holds only if nothing remembered refers back to
-that tensor through a reference the garbage collector cannot follow: a torch view of it (the
-view's base is held by C++) or a numpy view (an ndarray does not take part in collection).
-Either makes a cycle that is never collected, and a stream of new batches then leaks every
-batch's constants (1.4 MB a batch of 128 graphs of 25 nodes, found this way). Each case drops
-every reference a user holds, collects, and checks that ``edge_index`` is gone."""
+that tensor through a reference the garbage collector cannot follow: a torch view of it kept
+inside a sparse tensor (the CSR's column indices were a row of ``edge_index``) holds its base
+from C++, the cycle is never collected, and a stream of new batches leaked every batch's
+constants (1.4 MB a batch of 128 graphs of 25 nodes, found this way). Each case drops every
+reference a user holds, collects, and checks that ``edge_index`` is gone."""
 
 from __future__ import annotations
 
