@@ -182,12 +182,13 @@ def seen_graphs(
     checks below fail (the keys of such a batch are taken from its coalesced edges after
     validation).
 
-    Entries are filed only for graphs of validated batches, under the sha256 of ``n`` and
-    their local edges. So a graph whose edges hash to a filed graph's is that graph, valid
-    (symmetric, no self-loop, no repeat) — provided the bytes hashed are its edges: ids in
-    range, the edge list sorted row-major without repeats (so each graph's edges are one
-    contiguous run), and each column within its row's graph (no edge between graphs, and
-    local ids below ``n``, as the hash's narrow widths need). Those are checked here on the
+    Entries are filed only for graphs of validated batches, under :func:`graph_keys` of
+    ``n`` and their local edges (the bytes themselves for graphs of at most 256 nodes, their
+    sha256 otherwise). So a graph whose key is a filed graph's is that graph, valid (symmetric,
+    no self-loop, no repeat) — provided the bytes keyed are its edges: ids in range, the edge
+    list sorted row-major without repeats (so each graph's edges are one contiguous run), and
+    each column within its row's graph (no edge between graphs, and local ids below ``n``, as
+    the keys' narrow widths need). Those are checked here on the
     CSR form: rows non-decreasing, then each row's columns strictly increasing (one pass each,
     int32 where the edges came sorted), then each row's first and last columns inside its
     graph (O(N), not O(E)). An edge list in another order (PyG's ``torch.cat([e, e.flip(0)],
