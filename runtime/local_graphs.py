@@ -134,12 +134,20 @@ def graph_fingerprints(
     return out
 
 
+def _flat_bytes(pairs: Any) -> memoryview:
+    """``pairs`` (an ``(E, 2)`` uint8 array or a bytes-like object) as one flat byte view
+    (``memoryview.cast`` refuses a 2-D array with no rows: a batch without edges)."""
+    if isinstance(pairs, np.ndarray):
+        return memoryview(np.ascontiguousarray(pairs).reshape(-1).view(np.uint8))
+    return memoryview(pairs).cast("B")
+
+
 def byte_pair_fingerprints(sizes: np.ndarray, bounds: np.ndarray, pairs: Any) -> list[str]:
     """:func:`graph_fingerprints` of unweighted graphs of at most 256 nodes whose local edges
     are already laid out as byte pairs: ``pairs`` (bytes-like, ``2·E`` of them) holds graph
     ``k``'s edges ``(i, j)`` at ``2·bounds[k]:2·bounds[k + 1]`` (the same digests: one byte an
     id is the width of such graphs)."""
-    view = memoryview(pairs).cast("B")
+    view = _flat_bytes(pairs)
     b = np.asarray(bounds, dtype=np.int64).tolist()
     sha = hashlib.sha256
     return [
@@ -156,7 +164,7 @@ def small_graph_keys(sizes: np.ndarray, bounds: np.ndarray, pairs: Any) -> list[
     keys cost a fifth of its digests (~0.35 µs a graph of 25 nodes against ~1.6 µs). For a
     per-graph cache's keys (:mod:`compiler.layers.support_cache`), where the entry (a few
     times these bytes) outweighs the key."""
-    view = memoryview(pairs).cast("B")
+    view = _flat_bytes(pairs)
     b = np.asarray(bounds, dtype=np.int64).tolist()
     return [
         b"%d;%s" % (n, view[2 * a : 2 * z])

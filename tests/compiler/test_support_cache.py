@@ -357,3 +357,43 @@ def test_a_small_graphs_key_is_its_own_edges_the_same_on_both_paths() -> None:
     )
     keys, _ = sc.batch_fingerprints(big, big.edge_index)
     assert all(isinstance(k, str) and len(k) == 64 for k in keys)
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [[3, 2], [5, 0, 1, 4, 6], [256, 257, 10]],
+    ids=["all edgeless", "empty graphs among", "256 and 257 nodes"],
+)
+def test_unusual_batches_give_the_uncached_values_new_and_seen(sizes: list[int]) -> None:
+    """Batches without edges, with empty graphs, or with graphs on both sides of the byte keys'
+    256-node limit: the cached layer, on the batch new and then seen twice, gives what a layer
+    with a stage of its own (the same sentences written otherwise) gives, and each graph alone
+    gives its rows of the batch."""
+    pyg = pytest.importorskip("torch_geometric.data")
+    from matlang.runtime.generators import erdos_renyi
+
+    graphs = []
+    for k, n in enumerate(sizes):
+        p = 0.0 if sizes == [3, 2] or n < 2 else min(0.4, 6 / n)
+        if p:
+            ei = torch.as_tensor(
+                np.asarray(erdos_renyi(n, p, seed=k).edge_index), dtype=torch.int64
+            )
+        else:
+            ei = torch.zeros((2, 0), dtype=torch.int64)
+        graphs.append(pyg.Data(x=torch.randn(n, 3), edge_index=ei, num_nodes=n))
+    torch.manual_seed(0)
+    ref = SentenceConv(3, 2, ["I", "A", "A² ⊙ A", "diag(A 𝟏) A"])
+    conv = SentenceConv(3, 2, ["I", "A", "A ⊙ A²", "diag(A 𝟏) A"])
+    conv.load_state_dict(ref.state_dict())
+    assert conv._support_stage is not ref._support_stage
+    for _ in range(3):
+        b = pyg.Batch.from_data_list(graphs)
+        out = conv(b.x, b.edge_index, b.batch)
+        want = ref(b.x, b.edge_index.clone(), b.batch.clone())
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+    off = 0
+    for g in graphs:
+        alone = conv(g.x, g.edge_index, torch.zeros(g.num_nodes, dtype=torch.int64))
+        torch.testing.assert_close(out[off : off + g.num_nodes], alone, rtol=1e-6, atol=1e-6)
+        off += g.num_nodes
