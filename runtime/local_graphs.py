@@ -138,7 +138,7 @@ def _flat_bytes(pairs: Any) -> memoryview:
     """``pairs`` (an ``(E, 2)`` uint8 array or a bytes-like object) as one flat byte view
     (``memoryview.cast`` refuses a 2-D array with no rows: a batch without edges)."""
     if isinstance(pairs, np.ndarray):
-        return memoryview(np.ascontiguousarray(pairs).reshape(-1).view(np.uint8))
+        return np.ascontiguousarray(pairs).reshape(-1).view(np.uint8).data
     return memoryview(pairs).cast("B")
 
 
