@@ -397,3 +397,67 @@ def test_unusual_batches_give_the_uncached_values_new_and_seen(sizes: list[int])
         alone = conv(g.x, g.edge_index, torch.zeros(g.num_nodes, dtype=torch.int64))
         torch.testing.assert_close(out[off : off + g.num_nodes], alone, rtol=1e-6, atol=1e-6)
         off += g.num_nodes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_batches_new_and_seen_in_any_edge_order_equal_a_stage_of_their_own(
+    seed: int,
+) -> None:
+    """A property check of the look for seen graphs, its keys and its hand-over to the
+    validation: random batches drawn from a small pool of random graphs (0 to 40 nodes, a few
+    over 256), each graph's edges in row-major, reversed, ``cat([e, e.flip(0)])`` or shuffled
+    order, some graphs repeated within a batch, many of them seen before. The cached layer
+    gives, batch after batch, what a layer with a stage of its own (the same sentences written
+    otherwise, a cache of its own) gives on a fresh copy of the batch."""
+    pyg = pytest.importorskip("torch_geometric.data")
+    from matlang.runtime.generators import erdos_renyi
+
+    rng = np.random.default_rng(seed)
+    pool = []
+    for k in range(12):
+        n = int(rng.choice([0, 1, 2, 5, 9, 17, 40, 260])) if k % 5 else int(rng.integers(3, 30))
+        p = float(rng.uniform(0.05, 0.5)) if n > 1 else 0.0
+        ei = (
+            np.asarray(erdos_renyi(n, p, seed=seed * 100 + k).edge_index) if p else np.zeros((2, 0))
+        )
+        pool.append((n, torch.as_tensor(ei, dtype=torch.int64)))
+    pool += [
+        (0, torch.zeros((2, 0), dtype=torch.int64)),
+        (4, torch.zeros((2, 0), dtype=torch.int64)),
+    ]
+    edgeless = [i for i, (_, ei) in enumerate(pool) if ei.shape[1] == 0]
+
+    def ordered(ei: torch.Tensor, how: int) -> torch.Tensor:
+        if how == 1:
+            return ei.flip(1)
+        if how == 2:
+            half = ei[:, ei[0] < ei[1]]
+            return torch.cat([half, half.flip(0)], 1)
+        if how == 3:
+            return ei[:, torch.as_tensor(rng.permutation(ei.shape[1]), dtype=torch.int64)]
+        return ei
+
+    torch.manual_seed(seed)
+    ref = SentenceConv(3, 2, ["I", "A", "A² ⊙ A", "diag(A 𝟏) A", "(A + I) ⊙ A²"])
+    conv = SentenceConv(3, 2, ["I", "A", "A ⊙ A²", "diag(A 𝟏) A", "(A + I) ⊙ A²"])
+    conv.load_state_dict(ref.state_dict())
+    ref._support_stage.cache = None  # its own stage (other texts): the uncached path
+    assert conv._support_stage is not ref._support_stage
+    for step in range(9):  # the last batch: only graphs without edges
+        picks = rng.integers(0, len(pool), size=int(rng.integers(1, 7)))
+        if step == 8:
+            picks = rng.choice(edgeless, size=int(rng.integers(1, 4)))
+        how = int(rng.integers(0, 4))  # one order for the batch: PyG keeps each graph's edges
+        graphs = [
+            pyg.Data(
+                x=torch.randn(pool[i][0], 3),
+                edge_index=ordered(pool[i][1], how).contiguous(),
+                num_nodes=pool[i][0],
+            )
+            for i in picks
+        ]
+        b = pyg.Batch.from_data_list(graphs)
+        out = conv(b.x, b.edge_index, b.batch)
+        want = ref(b.x, b.edge_index.clone(), b.batch.clone())
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+    assert conv._support_stage.cache.hits > 0  # graphs seen before were assembled
