@@ -123,16 +123,19 @@ class GraphCache:
         for key, value in zip(keys, values):
             store[key] = value
             store.move_to_end(key)
-        if self.max_entries is not None:
-            while len(store) > self.max_entries:
-                store.popitem(last=False)
+        self._evict()
 
     def store(self, key: CacheKey, value: Any) -> None:
         """File ``value`` under ``key`` (the least recently used entry goes beyond the bound)."""
         self._store[key] = value
         self._store.move_to_end(key)
-        if self.max_entries is not None and len(self._store) > self.max_entries:
-            self._store.popitem(last=False)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries beyond the bound."""
+        if self.max_entries is not None:
+            while len(self._store) > self.max_entries:
+                self._store.popitem(last=False)
 
     def fingerprint(self, graph: Any) -> str:
         """The graph's fingerprint; a :class:`~matlang.graphs.Graph`'s is computed once (its

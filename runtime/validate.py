@@ -60,15 +60,11 @@ def valid_in_one_pass(
     # a layer's look for graphs seen before checked these tensors' ids, order, repeats and
     # graphs already (``scanned``: whether they came row-major): only self-loops are left
     scanned = b.recall("scanned", fp) if host else None
-    if scanned is not None:
-        e = ei.numpy()
-        e = e if e.dtype == np.int64 else e.astype(np.int64)
-        coalesced, loops, crossing = scanned, bool((e[0] == e[1]).any()), False
-    elif host:
+    if host:
         e = ei.numpy()
         e = e if e.dtype == np.int64 else e.astype(np.int64)
         # one reduction for both ends: read as uint64, a negative id is past 2⁶³ > n
-        if e.size and int(e.view(np.uint64).max()) >= n:
+        if scanned is None and e.size and int(e.view(np.uint64).max()) >= n:
             return False
     else:
         e = ei.to(torch.int64)
@@ -79,7 +75,7 @@ def valid_in_one_pass(
     row, col = e[0], e[1]
     graph_of = b.batch if b.num_graphs > 1 else None
     if scanned is not None:
-        pass
+        coalesced, loops, crossing = scanned, bool((row == col).any()), False
     elif host:  # in chunks: a few MB of temporaries, not E-long keys (80 MB at E = 10⁷)
         coalesced, loops, crossing = scan_edges(
             row, col, n, None if graph_of is None else graph_of.numpy()

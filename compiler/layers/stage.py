@@ -40,9 +40,11 @@ from torch import Tensor
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
 from matlang.compiler.layers.supports import (
     Supports,
+    identity_csr,
     make_csr,
     plain_csr,
     plain_kind,
+    row_major_csr,
 )
 from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
@@ -212,11 +214,8 @@ class Stage:
                 for k, kind in enumerate(kinds):
                     if kind == "A" and indptr is not None:
                         ones = torch.ones(edges.shape[1], dtype=torch.float64)
-                        csrs[k] = (
-                            torch.from_numpy(indptr.astype(np.int64)),
-                            edges[1].clone(),
-                            ones,
-                        )  # not a view: see make_csr
+                        rowptr = torch.from_numpy(indptr.astype(np.int64))
+                        csrs[k] = row_major_csr(rowptr, edges[1], ones)
                     elif kind is not None:
                         csrs[k] = plain_csr(kind, edges, n)
 
@@ -266,9 +265,10 @@ class Stage:
             return None, keys
         computed = iter(assemble(pieces, ptr))
         # the batch's edges row-major, without repeats (checked by seen_graphs)
-        plain = {"A": (a.indptr, a.cols, torch.ones(a.cols.shape[0], dtype=torch.float64))}
+        ones = torch.ones(a.cols.shape[0], dtype=torch.float64)
+        plain = {"A": row_major_csr(a.indptr, a.cols, ones)}
         if "I" in kinds:
-            plain["I"] = plain_csr("I", a.cols, n)
+            plain["I"] = identity_csr(n, a.cols.device)
         csrs = [next(computed) if k is None else plain[k] for k in kinds]
         return self._supports(csrs, n), keys
 

@@ -92,15 +92,26 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     not, unless the caller knows): the row pointers are a bincount."""
     if not row_major:
         rows, cols, vals = sort_row_major(rows, cols, vals, n)
-    if cols._base is not None:
-        # a view (a row of the batch's edge_index, say) inside the sparse tensor built from it
-        # holds its base from C++: kept in the batch's memo, which lives on that edge_index, it
-        # makes a cycle the garbage collector cannot see, and every batch would leak
-        # (tests/compiler/test_no_leaks.py)
-        cols = cols.clone()
     rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
-    return rowptr, cols, vals
+    return row_major_csr(rowptr, cols, vals)
+
+
+def row_major_csr(rowptr: Tensor, cols: Tensor, vals: Tensor) -> Csr:
+    """A support's CSR arrays from row pointers and row-major columns and values: every
+    support is built here (:func:`make_csr`, the plain ``A`` from counted row pointers).
+
+    The columns are copied when they are a view (a row of the batch's ``edge_index``, say):
+    inside the sparse tensor built from them, a view holds its base from C++, and kept in the
+    batch's memo, which lives on that ``edge_index``, it makes a cycle the garbage collector
+    cannot see, so every batch would leak (``tests/compiler/test_no_leaks.py``)."""
+    return rowptr, cols.clone() if cols._base is not None else cols, vals
+
+
+def identity_csr(n: int, device: torch.device) -> Csr:
+    """``I`` as CSR arrays, values 1."""
+    rowptr, cols = torch.arange(n + 1, device=device), torch.arange(n, device=device)
+    return rowptr, cols, torch.ones(n, dtype=torch.float64, device=device)
 
 
 #: The ops of the plan of ``I`` (a support: on the diagonal mask), each once.
@@ -122,10 +133,7 @@ def plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
     if kind == "A":
         ones = torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
         return make_csr(edges[0], edges[1], ones, n, row_major=True)
-    i = torch.arange(n, device=edges.device)
-    return make_csr(
-        i, i, torch.ones(n, dtype=torch.float64, device=edges.device), n, row_major=True
-    )
+    return identity_csr(n, edges.device)
 
 
 def plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:
