@@ -327,6 +327,12 @@ class CompiledModule(nn.Module):
             result.append((ctx.regs[mask], v))
         return result
 
+    def output_row_major(self) -> list[bool]:
+        """For each output of a matrix sentence: whether :meth:`edge_values` gives its entries
+        sorted row-major without repeats (its mask is made by a row-major op, see
+        :data:`~compiler.plan.OPS`), so that a CSR needs no sort and no check."""
+        return [self.plan.steps[o.register].mask in self._row_major for o in self.plan.outputs]
+
     # -- interpreter --------------------------------------------------------------------------
     def _context(self, data: Any, inputs: Mapping[str, Any] | None) -> _Context:
         return bind(

@@ -24,7 +24,7 @@ from matlang.compiler.layers.stage import (
     nonfinite_option,
     propagate,
     sentence_stage,
-    support_products,
+    support_mix,
 )
 from matlang.errors import GraphError, MatlangError
 from matlang.runtime.layer_inputs import (
@@ -480,19 +480,10 @@ class SentenceConv(MessagePassingBase):  # type: ignore[misc,valid-type]
         constant per graph, so it commutes with ``C_s`` (one block per graph)."""
         w = self.weight
         assert isinstance(w, Tensor)
-        identity, products = support_products(x, edge_index, batch, self._support_key)
         scale = None
         if self.normalize is not None:
             scale = self._support_scale(edge_index, batch, x.shape[0]).to(x.dtype)
-        rest = iter(products)
-        out: Tensor | None = None
-        for k, (eye, w_k) in enumerate(zip(identity, self._p(w, x.dtype).unbind(0))):
-            f = x if eye else next(rest)
-            if scale is not None:
-                f = f * scale[:, k : k + 1]
-            out = f @ w_k if out is None else out.addmm_(f, w_k)
-        assert out is not None
-        return out
+        return support_mix(x, self._p(w, x.dtype), edge_index, batch, self._support_key, scale)
 
     def _support_scale(self, edge_index: Tensor, batch: Tensor | None, n: int) -> Tensor:
         """``(N, S)``: 1 / (the largest absolute row sum of support ``s`` in node ``i``'s graph,

@@ -223,8 +223,13 @@ class Stage:
                 out = []
                 for k in rest:
                     # the sentence compiled once (per stage), materialised on every batch
-                    index, values = materialise(self.module(k, torch.float64), b)
-                    out.append(make_csr(index[0], index[1], values.to(torch.float64), n))
+                    m = self.module(k, torch.float64)
+                    index, values = materialise(m, b)
+                    # a row-major mask (A ⊙ A² on the edges) needs no sort and no check
+                    row_major = m.output_row_major()[0]
+                    out.append(
+                        make_csr(index[0], index[1], values.double(), n, row_major=row_major)
+                    )
                 return out
 
             on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
@@ -458,54 +463,76 @@ def propagate(y: Tensor, edge_index: Tensor, batch: Tensor | None, key: str) -> 
     return _Propagate.apply(y, stage(key).supports(edge_index, batch, y.shape[0]))  # type: ignore[no-any-return]
 
 
-def _products_on(x: Tensor, sup: Supports) -> tuple[Tensor, ...]:
-    """``C_s x`` for every support but ``I``, in order."""
-    x = x.contiguous()
-    return tuple(_mm(m, x) for m, eye in zip(sup.csr(x.dtype), sup.identity) if not eye)
+class _Mix(torch.autograd.Function):
+    """``Σ_s (σ_s ⊙ C_s x) W_s`` as one autograd node (see :func:`support_mix`).
 
+    The backward takes the output's gradient ``g`` once: one contiguous copy where autograd
+    hands an expanded one (a ``.sum()`` loss gives a stride-0 ``g``, which every dense product
+    would otherwise copy again), ``∂W_s = F_sᵀ g`` straight into one ``(S, d, out)`` tensor,
+    and ``∂x = Σ_s C_sᵀ (σ_s ⊙ g W_sᵀ)`` accumulated in one buffer (no sum of ``S`` gradients
+    by the engine). Each part only where it is needed (a first layer's ``x`` takes none)."""
 
-def _products_t_on(grads: Sequence[Tensor | None], sup: Supports) -> Tensor | None:
-    """The adjoint of :func:`_products_on`: ``Σ_s C_sᵀ g_s`` over the ``g_s`` given."""
-    given = [g for g in grads if g is not None]
-    if not given:
-        return None
-    ms = [m for m, eye in zip(sup.csr_t(given[0].dtype), sup.identity) if not eye]
-    out: Tensor | None = None
-    for m, g in zip(ms, grads):
-        if g is None:
-            continue
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: Tensor, w: Tensor, sup: Supports, scale: Tensor | None
+    ) -> Tensor:
+        x = x.contiguous()
+        feats: list[Tensor] = []
+        out: Tensor | None = None
+        for k, (m, eye) in enumerate(zip(sup.csr(x.dtype), sup.identity)):
+            f = x if eye else _mm(m, x)
+            if scale is not None:
+                f = f * scale[:, k : k + 1]
+            feats.append(f)
+            out = f @ w[k] if out is None else out.addmm_(f, w[k])
+        assert out is not None
+        ctx.sup, ctx.scale = sup, scale
+        ctx.save_for_backward(w, *feats)
+        return out
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, g: Tensor
+    ) -> tuple[Tensor | None, Tensor | None, None, None]:
+        w, *feats = ctx.saved_tensors
+        sup, scale = ctx.sup, ctx.scale
         g = g.contiguous()
-        out = _mm(m, g) if out is None else out.addmm_(m, g)
-    return out
+        grad_w = None
+        if ctx.needs_input_grad[1]:
+            grad_w = w.new_empty(w.shape)
+            for k, f in enumerate(feats):
+                torch.mm(f.t(), g, out=grad_w[k])
+        grad_x: Tensor | None = None
+        if ctx.needs_input_grad[0]:
+            order = sorted(range(len(feats)), key=lambda k: not sup.identity[k])  # I first
+            csr_t = sup.csr_t(g.dtype)
+            for k in order:
+                h = g @ w[k].t()
+                if scale is not None:
+                    h = h.mul_(scale[:, k : k + 1])
+                if sup.identity[k]:
+                    grad_x = h if grad_x is None else grad_x.add_(h)
+                else:
+                    grad_x = _mm(csr_t[k], h) if grad_x is None else grad_x.addmm_(csr_t[k], h)
+        return grad_x, grad_w, None, None
 
 
-class _Products(torch.autograd.Function):
-    """:func:`support_products` as an autograd function: the batch's supports held on the
-    context (no second look-up in the backward)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, sup: Supports) -> tuple[Tensor, ...]:  # type: ignore[override]
-        ctx.sup = sup
-        ctx.set_materialize_grads(False)  # a product whose output is unused costs nothing
-        return _products_on(x, sup)
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Tensor | None) -> tuple[Tensor | None, None]:  # type: ignore[override]
-        return _products_t_on(grads, ctx.sup), None
-
-
-def support_products(
-    x: Tensor, edge_index: Tensor, batch: Tensor | None, key: str
-) -> tuple[list[bool], tuple[Tensor, ...]]:
-    """``C_s x`` ``(N, d)`` for every support of a stage but ``I`` (``I x`` is ``x``), with
-    which supports are ``I``; differentiable in ``x`` (the adjoint ``Σ_s C_sᵀ g_s``). Eager
-    only (a layer under ``torch.compile`` takes :func:`propagate`): a layer with ``d ≤ out``
-    computes ``Σ_s C_s x W_s`` as ``Σ_s (C_s x) W_s``, its sparse products on ``d`` channels
-    and none in the backward where ``x`` needs no gradient (a first layer)."""
+def support_mix(
+    x: Tensor,
+    w: Tensor,
+    edge_index: Tensor,
+    batch: Tensor | None,
+    key: str,
+    scale: Tensor | None = None,
+) -> Tensor:
+    """``Σ_s (σ_s ⊙ C_s x) W_s`` ``(N, out)`` for the supports of a stage, ``w`` ``(S, d,
+    out)``, ``σ`` an optional ``(N, S)`` row scale (no gradient); differentiable in ``x`` and
+    ``w``. Eager only (a layer under ``torch.compile`` takes :func:`propagate`): for a layer
+    with ``d ≤ out``, its sparse products on the ``d`` input channels, none for ``I`` (``I x``
+    is ``x``), none in the backward where ``x`` needs no gradient (a first layer), and the
+    dense products accumulated in one output."""
     sup = stage(key).supports(edge_index, batch, x.shape[0])
-    if all(sup.identity):
-        return sup.identity, ()
-    return sup.identity, _Products.apply(x, sup)  # type: ignore[no-any-return]
+    return _Mix.apply(x, w, sup, scale)  # type: ignore[no-any-return]
 
 
 @torch.library.custom_op("matlang::propagate_supports", mutates_args=())
@@ -683,7 +710,7 @@ __all__ = [
     "propagate",
     "propagate_supports",
     "graph_values",
-    "support_products",
+    "support_mix",
     "make_batch",
     "sentence_stage",
     "stage",

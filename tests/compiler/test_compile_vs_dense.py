@@ -305,3 +305,33 @@ def test_materialise_gives_a_matrix_on_its_mask() -> None:
     assert_close(dense, reference(e, GRAPHS, {}))
     with pytest.raises(MatlangError, match="matrix sentence"):
         materialise("A 𝟏", b)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["A", "I", "A ⊙ A²", "(A + I) ⊙ A²", "A³ ⊙ I", "A²", "(A diag(A 𝟏))ᵀ", "diag(A 𝟏)", "A - I"],
+)
+@pytest.mark.parametrize("order", ["coalesced", "shuffled"])
+def test_output_row_major_is_what_materialise_gives(text: str, order: str) -> None:
+    """A layer builds its CSR supports without a sort or a check where the module says its
+    output mask is row-major (``output_row_major``): the index must then be strictly
+    increasing in ``row·n + col``, whatever the order of the input's edges."""
+    from matlang.compiler.api import materialise
+
+    b = Batch.from_graphs(GRAPHS)
+    if order == "shuffled":
+        perm = torch.randperm(b.num_edges, generator=torch.Generator().manual_seed(3))
+        b = Batch.from_edge_index(b.edge_index[:, perm], b.batch, num_nodes=b.num_nodes)
+    model = compile(text, dtype=torch.float64)
+    index, values = materialise(model, b)
+    key = index[0] * b.num_nodes + index[1]
+    claims = model.output_row_major()
+    assert len(claims) == 1
+    if claims[0]:
+        assert bool((key[1:] > key[:-1]).all())
+    dense = torch.zeros(b.num_nodes, b.num_nodes, dtype=torch.float64)
+    dense[index[0], index[1]] = values
+    e = parse_program(text).sentences[0].expr
+    assert_close(dense, reference(e, GRAPHS, {}))
+    if text in ("A", "A ⊙ A²", "A²"):
+        assert claims[0]  # the masks a layer's supports mostly have: no sort on the hot path

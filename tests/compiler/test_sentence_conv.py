@@ -695,3 +695,55 @@ def test_a_data_object_without_x_is_named_when_the_width_does_not_fit() -> None:
     assert SentenceConv(1, 1, ["A"], init="identity", bias=False)(data).tolist() == [[1.0], [1.0]]
     with pytest.raises(MatlangError, match=r"x has 3 channels, the layer expects 2$"):
         SentenceConv(2, 2, ["A"])(torch.ones(2, 3), data.edge_index)
+
+
+@pytest.mark.parametrize(
+    "sentences",
+    [["I", "A", "A ⊙ A²"], ["A diag(A 𝟏)", "I"], ["A"]],
+    ids=["symmetric", "asymmetric", "one"],
+)
+@pytest.mark.parametrize("normalize", [None, "max_row_sum"])
+@pytest.mark.parametrize("loss", ["sum", "weighted"])
+def test_supports_first_gradients_equal_the_dense_reference(
+    sentences: list[str], normalize: str | None, loss: str
+) -> None:
+    """The supports-first product (``d ≤ out``: one autograd node for ``Σ_s (σ_s ⊙ C_s x)
+    W_s``) against the same sum on dense supports from the compiled sentences, forward and
+    the gradients of ``x`` and of every weight: a ``.sum()`` loss (an expanded gradient, taken
+    once) and a weighted one; an asymmetric support takes its real transpose."""
+    b = _batch()
+    d, out = 2, 3
+    conv = SentenceConv(d, out, sentences, normalize=normalize, bias=False).double()
+    x = _x(b, d, seed=5).requires_grad_(True)
+    gen = torch.Generator().manual_seed(1)
+    r = torch.randn(b.num_nodes, out, generator=gen, dtype=torch.float64)
+
+    def reduce(y: torch.Tensor) -> torch.Tensor:
+        return y.sum() if loss == "sum" else (y * r).sum()
+
+    reduce(conv(x, b.edge_index, b.batch)).backward()
+    n = b.num_nodes
+    dense = []
+    for s in sentences:
+        index, values = matlang.compiler.api.materialise(s, b)
+        c = torch.zeros(n, n, dtype=torch.float64)
+        c[index[0], index[1]] = values
+        if normalize is not None:  # each graph's block over its largest absolute row sum
+            ptr = b.ptr.tolist()
+            for k in range(len(ptr) - 1):
+                blk = c[ptr[k] : ptr[k + 1], ptr[k] : ptr[k + 1]]
+                top = float(blk.abs().sum(1).max()) if blk.numel() else 0.0
+                blk /= max(top, 1.0)
+        dense.append(c)
+    x2 = x.detach().clone().requires_grad_(True)
+    w2 = conv.weight.detach().clone().requires_grad_(True)
+    y2 = sum(c @ x2 @ w2[k] for k, c in enumerate(dense))
+    assert isinstance(y2, torch.Tensor)
+    reduce(y2).backward()
+    torch.testing.assert_close(conv(x, b.edge_index, b.batch), y2, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(conv.weight.grad, w2.grad, rtol=1e-10, atol=1e-10)
+    # a first layer: x needs no gradient, the weights still get theirs
+    conv.weight.grad = None
+    reduce(conv(x.detach(), b.edge_index, b.batch)).backward()
+    torch.testing.assert_close(conv.weight.grad, w2.grad, rtol=1e-10, atol=1e-10)
