@@ -333,6 +333,14 @@ class CompiledModule(nn.Module):
         :data:`~compiler.plan.OPS`), so that a CSR needs no sort and no check."""
         return [self.plan.steps[o.register].mask in self._row_major for o in self.plan.outputs]
 
+    def output_on_edges(self) -> list[bool]:
+        """For each output of a matrix sentence: whether its mask is the batch's edges
+        (``A ⊙ A²``, ``A ⊙ (A 𝟏 𝟏ᵀ)``): one entry per edge, in the edges' row-major order."""
+        return [
+            self.plan.steps[self.plan.steps[o.register].mask].op == Op.EDGES
+            for o in self.plan.outputs
+        ]
+
     # -- interpreter --------------------------------------------------------------------------
     def _context(self, data: Any, inputs: Mapping[str, Any] | None) -> _Context:
         return bind(

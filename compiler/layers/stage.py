@@ -118,6 +118,7 @@ class Stage:
     #: ``None``: supports computed on every new batch, as a benchmark's baseline
     cache: GraphCache | None = field(init=False, default_factory=GraphCache)
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
+    _on_edges: tuple[bool, ...] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         options = {"dense": self.dense, "level": self.level, **nonfinite_option(self.nonfinite)}
@@ -238,7 +239,7 @@ class Stage:
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
                 computed = cached_supports(
-                    b, edges, self.cache, self._cache_params, whole, keys=keys
+                    b, edges, self.cache, self._cache_params, whole, keys, self.on_edges
                 )
             else:
                 computed = whole()
@@ -268,7 +269,7 @@ class Stage:
         keys, ptr, pieces, a = hit
         if pieces is None:
             return None, keys
-        computed = iter(assemble(pieces, ptr))
+        computed = iter(assemble(pieces, ptr, (a.indptr, a.cols)))
         # the batch's edges row-major, without repeats (checked by seen_graphs)
         ones = torch.ones(a.cols.shape[0], dtype=torch.float64)
         plain = {"A": row_major_csr(a.indptr, a.cols, ones)}
@@ -288,6 +289,21 @@ class Stage:
         if hit is None:
             hit = [plain_kind(plan) for plan in self.plans]
             self._plain_kinds = hit
+        return hit
+
+    @property
+    def on_edges(self) -> tuple[bool, ...]:
+        """For each computed support (not ``A`` or ``I``, in order): whether its mask is the
+        edges (``A ⊙ A²``), so that the per-graph cache files its values only and a batch
+        assembled from the cache takes the batch's own edges as its structure."""
+        hit = self._on_edges
+        if hit is None:
+            hit = tuple(
+                self.module(k, torch.float64).output_on_edges()[0]
+                for k, kind in enumerate(self.plain_kinds)
+                if kind is None
+            )
+            self._on_edges = hit
         return hit
 
     @property

@@ -14,7 +14,10 @@ interpreter, no sort, no bincount:
 * the batch's CSR row counts are its graphs' row counts, one after another (graphs occupy
   consecutive node ranges, ``ptr``), so the row pointers are their cumulative sum;
 * its column ids are each graph's local ids plus the graph's first node;
-* its values are the graphs' values, one after another.
+* its values are the graphs' values, one after another;
+* a support on the edge mask (``A ⊙ A²``: an entry per edge, in the edges' row-major order)
+  is filed as its values only (half the bytes of an entry): the batch's own edges, which a
+  batch of filed graphs has as CSR already, are its structure.
 
 Every support is block-diagonal (a sentence of one graph never reads another: the batch
 semantics of :mod:`runtime.batch`), so this equals the supports computed on the whole batch,
@@ -36,6 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from matlang.errors import MatlangError
 from matlang.runtime.batch import Batch
 from matlang.runtime.cache import (
     MISSING,
@@ -54,10 +58,13 @@ TRANSFORM = "layer.supports"
 
 class Piece(NamedTuple):
     """Every support of one graph, local ids, row-major: what the cache holds per graph.
-    The arrays are views into the arrays split from one batch (see :func:`split_many`)."""
+    The arrays are views into the arrays split from one batch (see :func:`split_many`). A
+    support on the edge mask (``A ⊙ A²``: an entry per edge, in the edges' row-major order)
+    keeps its values only (``counts`` and ``cols`` ``None``): its structure is the graph's
+    edges, which the batch that assembles it has (:func:`assemble`'s ``edges``)."""
 
-    counts: tuple[np.ndarray, ...]  # each support's entries in each row
-    cols: tuple[np.ndarray, ...]  # each support's column ids
+    counts: tuple[np.ndarray | None, ...]  # each support's entries in each row
+    cols: tuple[np.ndarray | None, ...]  # each support's column ids
     vals: tuple[np.ndarray, ...]  # each support's values (float64)
     nnz: tuple[int, ...]  # entries of each support
 
@@ -104,11 +111,13 @@ def cached_supports(
     params: tuple[tuple[str, str], ...],
     compute: Callable[[], Sequence[Csr]],
     keys: list[CacheKey] | None = None,
+    on_edges: Sequence[bool] = (),
 ) -> list[Csr]:
     """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
     every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed.
     ``keys``: the graphs' keys when the caller has them (:func:`seen_graphs`, from these same
-    edges)."""
+    edges); ``on_edges``: which supports are on the edge mask (filed as values only, see
+    :class:`Piece`)."""
     if b.num_graphs == 0:
         return list(compute())
     if keys is None:
@@ -119,9 +128,14 @@ def cached_supports(
     pieces = cache.lookup(keys)
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
-        return assemble(resolved(pieces, keys, cache), ptr)
+        structure = None
+        if any(on_edges):  # the edges' CSR structure (row-major: their rows counted)
+            rowptr = torch.zeros(b.num_nodes + 1, dtype=torch.int64)
+            torch.cumsum(torch.bincount(edges[0], minlength=b.num_nodes), 0, out=rowptr[1:])
+            structure = (rowptr, edges[1].clone())  # a copy: never a view of edge_index
+        return assemble(resolved(pieces, keys, cache), ptr, structure)
     supports = list(compute())
-    source = Unsplit(supports, ptr, missing)
+    source = Unsplit(supports, ptr, missing, on_edges)
     cache.store_many([keys[k] for k in missing], [Deferred(source, k) for k in missing])
     return supports
 
@@ -132,15 +146,23 @@ class Unsplit:
     a batch of new graphs pays no split, a stream of graphs that never come back (inference)
     none at all, and a training epoch pays it once per batch, in the next epoch."""
 
-    def __init__(self, supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> None:
+    def __init__(
+        self,
+        supports: Sequence[Csr],
+        ptr: np.ndarray,
+        ks: Sequence[int],
+        on_edges: Sequence[bool] = (),
+    ) -> None:
         self._supports: Sequence[Csr] | None = supports
         self._ptr = ptr
         self._ks = list(ks)
+        self._on_edges = tuple(on_edges)
         self._pieces: dict[int, Piece] = {}
 
     def piece(self, k: int) -> Piece:
         if self._supports is not None:
-            self._pieces = dict(zip(self._ks, split_many(self._supports, self._ptr, self._ks)))
+            pieces = split_many(self._supports, self._ptr, self._ks, self._on_edges)
+            self._pieces = dict(zip(self._ks, pieces))
             self._supports = None  # the batch's arrays are let go: the pieces are copies
         return self._pieces[k]
 
@@ -260,46 +282,68 @@ def seen_graphs(
     return keys, ptr, resolved(pieces, keys, cache), a
 
 
-def split(supports: Sequence[Csr], ptr: np.ndarray, k: int) -> Piece:
+def split(
+    supports: Sequence[Csr], ptr: np.ndarray, k: int, on_edges: Sequence[bool] = ()
+) -> Piece:
     """Graph ``k``'s blocks (local ids, copies: the entry outlives the batch)."""
-    return split_many(supports, ptr, [k])[0]
+    return split_many(supports, ptr, [k], on_edges)[0]
 
 
-def split_many(supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int]) -> list[Piece]:
+def split_many(
+    supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int], on_edges: Sequence[bool] = ()
+) -> list[Piece]:
     """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
     of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: the row counts and local ids
     made once for the whole batch, then views) and its values copied once: each graph's piece
-    is views (no copy and no conversion per graph: ~2 µs a graph)."""
+    is views (no copy and no conversion per graph: ~2 µs a graph). A support on the edge mask
+    (``on_edges[s]``) keeps its values only (see :class:`Piece`)."""
     sizes = np.diff(ptr)
     width = np.int32 if int(sizes.max(initial=0)) <= np.iinfo(np.int32).max else np.int64
-    parts = [
-        (split_blocks(rowptr.numpy(), c.numpy(), ptr, ks, width), v.numpy().copy())
-        for rowptr, c, v in supports
-    ]
+    parts = []
+    for s, (rowptr, c, v) in enumerate(supports):
+        indptr = rowptr.numpy()
+        if s < len(on_edges) and on_edges[s]:
+            bounds = indptr[ptr].tolist()
+            blocks = [(None, None, bounds[k], bounds[k + 1]) for k in ks]
+        else:
+            blocks = split_blocks(indptr, c.numpy(), ptr, ks, width)  # type: ignore[assignment]
+        parts.append((blocks, v.numpy().copy()))
     out = []
     for i in range(len(ks)):
-        blocks = [(b[i], vals) for b, vals in parts]
+        blocks_i = [(b[i], vals) for b, vals in parts]
         out.append(
             Piece(
-                tuple(b[0] for b, _ in blocks),
-                tuple(b[1] for b, _ in blocks),
-                tuple(vals[b[2] : b[3]] for b, vals in blocks),
-                tuple(b[3] - b[2] for b, _ in blocks),
+                tuple(b[0] for b, _ in blocks_i),
+                tuple(b[1] for b, _ in blocks_i),
+                tuple(vals[b[2] : b[3]] for b, vals in blocks_i),
+                tuple(b[3] - b[2] for b, _ in blocks_i),
             )
         )
     return out
 
 
-def assemble(pieces: Sequence[Piece], ptr: np.ndarray) -> list[Csr]:
+def assemble(
+    pieces: Sequence[Piece], ptr: np.ndarray, edges: tuple[Tensor, Tensor] | None = None
+) -> list[Csr]:
     """The batch's supports from its graphs' blocks (graph ``k``'s nodes are
     ``ptr[k]:ptr[k+1]``), each support joined by the block codec of :mod:`runtime.cache`
     (:func:`~runtime.cache.concat_blocks`): a few concatenations, whatever the number of
-    graphs."""
+    graphs. A support filed as values only (on the edge mask) takes ``edges``, the batch's
+    edges as CSR ``(rowptr, cols)`` (row-major, graph by graph), as its structure: only its
+    values are concatenated."""
     out = []
     for k in range(len(pieces[0].counts)):
-        rowptr, cols = concat_blocks([(p.counts[k], p.cols[k]) for p in pieces], ptr)
-        vals = np.concatenate([p.vals[k] for p in pieces])
-        out.append((torch.from_numpy(rowptr), torch.from_numpy(cols), torch.from_numpy(vals)))
+        vals = torch.from_numpy(np.concatenate([p.vals[k] for p in pieces]))
+        if pieces[0].cols[k] is None:
+            if edges is None or int(edges[1].shape[0]) != int(vals.shape[0]):
+                raise MatlangError(
+                    "internal: a support filed on the edge mask needs the batch's edges "
+                    f"({vals.shape[0]} values)"
+                )
+            out.append((edges[0], edges[1], vals))
+            continue
+        rowptr, cols = concat_blocks([(p.counts[k], p.cols[k]) for p in pieces], ptr)  # type: ignore[misc]
+        out.append((torch.from_numpy(rowptr), torch.from_numpy(cols), vals))
     return out
 
 

@@ -461,3 +461,66 @@ def test_random_batches_new_and_seen_in_any_edge_order_equal_a_stage_of_their_ow
         want = ref(b.x, b.edge_index.clone(), b.batch.clone())
         torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
     assert conv._support_stage.cache.hits > 0  # graphs seen before were assembled
+
+
+def test_a_support_on_the_edges_is_filed_as_its_values_only() -> None:
+    """``A ⊙ A²`` has an entry per edge, in the edges' row-major order: its cache entry keeps
+    the values only, and a batch assembled from the cache (its edges given in any order)
+    takes its own edges as the structure — equal to the dense oracle; a support on another
+    mask keeps its blocks."""
+    texts = ["A ⊙ A²", "(A + I) ⊙ A²"]
+    stage = st.Stage.lowered("supports", texts, level="matrix")
+    assert stage.on_edges == (True, False)
+    first = _batch(GRAPHS)
+    stage.supports(*_fresh(first), first.num_nodes)
+    keys = [k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]
+    pieces = sc.resolved(stage.cache.lookup(keys), keys, stage.cache)
+    for piece in pieces:
+        assert piece.counts[0] is None and piece.cols[0] is None
+        assert piece.counts[1] is not None and piece.cols[1] is not None
+    assert sorted(int(p.vals[0].size) for p in pieces) == sorted(
+        2 * named(g).num_edges for g in GRAPHS
+    )
+    order = ["path4", "petersen", "K4", "petersen", "star3"]
+    b = _batch(order)
+    perm = torch.randperm(b.num_edges, generator=torch.Generator().manual_seed(0))
+    hits = stage.cache.hits
+    with pytest.MonkeyPatch.context() as mp:  # assembled: nothing is materialised
+        mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
+        sup = stage.supports(b.edge_index[:, perm].clone(), b.batch.clone(), b.num_nodes)
+    assert stage.cache.hits == hits + len(order)
+    ptr = b.ptr.tolist()
+    for s, text in enumerate(texts):
+        whole = np.zeros((b.num_nodes, b.num_nodes))
+        for k, g in enumerate(order):
+            lo, hi = ptr[k], ptr[k + 1]
+            whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+        np.testing.assert_array_equal(_dense(sup)[s], whole, err_msg=text)
+    with pytest.raises(matlang.MatlangError, match="needs the batch's edges"):
+        sc.assemble(pieces, first.ptr.numpy())
+
+
+def test_cached_supports_assembles_a_support_on_the_edges_from_the_batchs_edges() -> None:
+    """The look-up that takes a validated batch's coalesced edges (no seen-graph keys)
+    assembles a values-only support on those edges: equal to the supports computed whole."""
+    from matlang.runtime.masks import prepared_edges
+
+    texts = ["A ⊙ A²", "diag(A 𝟏) A"]
+    stage = st.Stage.lowered("supports", texts, level="matrix")
+    first = _batch(GRAPHS)
+    stage.supports(*_fresh(first), first.num_nodes)
+    b = _batch(["decalin", "K4", "cycle5"])
+    edges, _ = prepared_edges(b)
+
+    def fail() -> list[sc.Csr]:
+        raise AssertionError("computed a batch of filed graphs")
+
+    got = sc.cached_supports(b, edges, stage.cache, stage._cache_params, fail, None, stage.on_edges)
+    cold = st.Stage.lowered("supports", texts, level="matrix")
+    cold.cache = None
+    want = cold.supports(*_fresh(b), b.num_nodes)
+    for s in range(len(texts)):
+        assert torch.equal(got[s][0], want.rowptrs[s])
+        assert torch.equal(got[s][1], want.cols[s])
+        assert torch.equal(got[s][2], want.vals[s])
+    assert got[0][1]._base is None  # a copy of the columns, never a view of the edges
