@@ -207,30 +207,51 @@ class Stage:
             kinds = self.plain_kinds
             rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
             csrs: list[Csr | None] = [None] * len(kinds)
+            structure: list[tuple[Tensor, Tensor]] = []
+
+            def edge_structure() -> tuple[Tensor, Tensor]:
+                """The coalesced edges as CSR ``(rowptr, cols)``, once a batch: the structure
+                of ``A`` and of every support on the edge mask (``A ⊙ A²``)."""
+                if not structure:
+                    from matlang.runtime.masks import prepared_edges
+
+                    edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
+                    indptr = b.row_pointers()  # the validation's count of these edges' rows
+                    if indptr is not None:
+                        rowptr = torch.from_numpy(indptr.astype(np.int64)).to(edges.device)
+                    else:
+                        rowptr = edges.new_zeros(n + 1)
+                        torch.cumsum(torch.bincount(edges[0], minlength=n), 0, out=rowptr[1:])
+                    rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1])
+                    structure.append((rowptr, cols))
+                return structure[0]
+
             if len(rest) < len(kinds):
                 from matlang.runtime.masks import prepared_edges
 
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-                indptr = b.row_pointers()  # the validation's count of these edges' rows
                 for k, kind in enumerate(kinds):
-                    if kind == "A" and indptr is not None:
+                    if kind == "A" and edges.device.type == "cpu":
                         ones = torch.ones(edges.shape[1], dtype=torch.float64)
-                        rowptr = torch.from_numpy(indptr.astype(np.int64))
-                        csrs[k] = row_major_csr(rowptr, edges[1], ones)
+                        csrs[k] = (*edge_structure(), ones)
                     elif kind is not None:
                         csrs[k] = plain_csr(kind, edges, n)
 
             def whole() -> list[Csr]:
                 out = []
-                for k in rest:
+                for k, on_edges in zip(rest, self.on_edges):
                     # the sentence compiled once (per stage), materialised on every batch
                     m = self.module(k, torch.float64)
                     index, values = materialise(m, b)
-                    # a row-major mask (A ⊙ A² on the edges) needs no sort and no check
+                    values = values.double()
+                    if on_edges:  # its entries are the coalesced edges, in their order
+                        rowptr, cols = edge_structure()
+                        if int(cols.shape[0]) == int(index.shape[1]):
+                            out.append((rowptr, cols, values))
+                            continue
+                    # a row-major mask needs no sort and no check
                     row_major = m.output_row_major()[0]
-                    out.append(
-                        make_csr(index[0], index[1], values.double(), n, row_major=row_major)
-                    )
+                    out.append(make_csr(index[0], index[1], values, n, row_major=row_major))
                 return out
 
             on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
