@@ -116,3 +116,22 @@ def test_sort_without_scipys_private_kernels(monkeypatch: pytest.MonkeyPatch) ->
     for x, y in zip(fast, slow):
         for p, q in zip(x, y):
             assert np.array_equal(p, q)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_rows_host_is_a_stable_row_major_sort(seed: int) -> None:
+    """The two counting passes (by column, then by row) give what a stable sort of the keys
+    ``i·n + j`` gives: row pointers, columns and each edge's position, repeats kept in input
+    order, isolated and empty rows too."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    e = int(rng.integers(0, 200))
+    row, col = rng.integers(0, n, e), rng.integers(0, n, e)
+    if seed % 2:  # many repeats
+        row, col = row % 3, col % 3
+    indptr, cols, perm = rv.sort_rows_host(row, col, n)
+    order = np.argsort(row * n + col, kind="stable")
+    np.testing.assert_array_equal(perm, order)
+    np.testing.assert_array_equal(cols, col[order])
+    counts = np.bincount(row, minlength=n)
+    np.testing.assert_array_equal(indptr, np.concatenate([[0], np.cumsum(counts)]))
