@@ -247,7 +247,9 @@ def split_blocks(
     at once: the local ids and row counts of every entry in one vector pass each (as
     ``dtype``: fresh arrays that outlive the batch), then a view per graph."""
     ebounds = indptr[ptr]  # graph k's entries: ebounds[k]:ebounds[k + 1]
-    local = (indices - np.repeat(ptr[:-1], np.diff(ebounds))).astype(dtype)
+    # in place, in ``dtype`` from the start: one E-long array, not three
+    local = np.repeat(ptr[:-1].astype(dtype), np.diff(ebounds))
+    np.subtract(indices, local, out=local, casting="unsafe")
     counts = np.diff(indptr).astype(dtype)
     eb, nb = ebounds.tolist(), ptr.tolist()
     return [(counts[nb[k] : nb[k + 1]], local[eb[k] : eb[k + 1]], eb[k], eb[k + 1]) for k in ks]
