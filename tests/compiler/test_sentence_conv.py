@@ -699,21 +699,26 @@ def test_a_data_object_without_x_is_named_when_the_width_does_not_fit() -> None:
 
 @pytest.mark.parametrize(
     "sentences",
-    [["I", "A", "A ⊙ A²"], ["A diag(A 𝟏)", "I"], ["A"]],
-    ids=["symmetric", "asymmetric", "one"],
+    [["I", "A", "A ⊙ A²"], ["A diag(A 𝟏)", "I"], ["A"], ["I"], ["I", "I", "A"]],
+    ids=["symmetric", "asymmetric", "one", "identity", "two-identities"],
 )
 @pytest.mark.parametrize("normalize", [None, "max_row_sum"])
 @pytest.mark.parametrize("loss", ["sum", "weighted"])
+@pytest.mark.parametrize("product", [False, True], ids=["", "product"])
 def test_supports_first_gradients_equal_the_dense_reference(
-    sentences: list[str], normalize: str | None, loss: str
+    sentences: list[str], normalize: str | None, loss: str, product: bool
 ) -> None:
     """The supports-first product (``d ≤ out``: one autograd node for ``Σ_s (σ_s ⊙ C_s x)
-    W_s``) against the same sum on dense supports from the compiled sentences, forward and
-    the gradients of ``x`` and of every weight: a ``.sum()`` loss (an expanded gradient, taken
-    once) and a weighted one; an asymmetric support takes its real transpose."""
+    W_s``), with the product term ``(x W_a) ⊙ (x W_b)`` or without, against the same sum on
+    dense supports from the compiled sentences, forward and the gradients of ``x`` and of
+    every weight: a ``.sum()`` loss (an expanded gradient, taken once) and a weighted one; an
+    asymmetric support takes its real transpose."""
     b = _batch()
     d, out = 2, 3
-    conv = SentenceConv(d, out, sentences, normalize=normalize, bias=False).double()
+    # bias: zero at first, and added in place (the node's output must be a tensor of its own)
+    conv = SentenceConv(
+        d, out, sentences, normalize=normalize, bias=True, product=product
+    ).double()
     x = _x(b, d, seed=5).requires_grad_(True)
     gen = torch.Generator().manual_seed(1)
     r = torch.randn(b.num_nodes, out, generator=gen, dtype=torch.float64)
@@ -721,7 +726,6 @@ def test_supports_first_gradients_equal_the_dense_reference(
     def reduce(y: torch.Tensor) -> torch.Tensor:
         return y.sum() if loss == "sum" else (y * r).sum()
 
-    reduce(conv(x, b.edge_index, b.batch)).backward()
     n = b.num_nodes
     dense = []
     for s in sentences:
@@ -739,11 +743,28 @@ def test_supports_first_gradients_equal_the_dense_reference(
     w2 = conv.weight.detach().clone().requires_grad_(True)
     y2 = sum(c @ x2 @ w2[k] for k, c in enumerate(dense))
     assert isinstance(y2, torch.Tensor)
+    ab: list[torch.Tensor] = []
+    if product:
+        with torch.no_grad():  # W_b starts at zero: both factors nonzero, or W_b learns nothing
+            conv.product_weight_b.copy_(torch.randn(d, out, generator=gen, dtype=torch.float64))
+        ab = [
+            conv.product_weight_a.detach().clone().requires_grad_(True),
+            conv.product_weight_b.detach().clone().requires_grad_(True),
+        ]
+        y2 = y2 + (x2 @ ab[0]) * (x2 @ ab[1])
     reduce(y2).backward()
+    params = [conv.weight] + ([conv.product_weight_a, conv.product_weight_b] if product else [])
+    for p in params:
+        p.grad = None
+    x.grad = None
+    reduce(conv(x, b.edge_index, b.batch)).backward()
     torch.testing.assert_close(conv(x, b.edge_index, b.batch), y2, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(x.grad, x2.grad, rtol=1e-10, atol=1e-10)
-    torch.testing.assert_close(conv.weight.grad, w2.grad, rtol=1e-10, atol=1e-10)
+    for p, q in zip(params, [w2, *ab]):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-10, atol=1e-10)
     # a first layer: x needs no gradient, the weights still get theirs
-    conv.weight.grad = None
+    for p in params:
+        p.grad = None
     reduce(conv(x.detach(), b.edge_index, b.batch)).backward()
-    torch.testing.assert_close(conv.weight.grad, w2.grad, rtol=1e-10, atol=1e-10)
+    for p, q in zip(params, [w2, *ab]):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-10, atol=1e-10)
