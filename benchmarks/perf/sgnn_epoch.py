@@ -18,6 +18,13 @@ interleaved; the ratios are of the minimum epoch. ``sgnn / sgnn.reused`` is what
 still costs over a seen one::
 
     python -m benchmarks.perf.sgnn_epoch --dataset enzymes --epochs 6 [--json out.json]
+
+``--variants`` adds SentenceGNNs that do less dense arithmetic than the default, to tell the
+model's arithmetic from the per-call cost of the machinery (each on a new PyG batch per step,
+as ``sgnn``): ``sgnn.no-product`` (``product=False``), ``sgnn.no-norm`` (``norm=None``) and
+``sgnn.IA`` (``["I", "A"]``, ``product=False``, ``norm=None``: two ``d × 32`` dense products
+a layer, as GIN's MLP, and one sparse product, as GIN's sum). ``dense_macs_per_node`` gives
+each model's multiply-adds of its dense layer products per node (forward; the head's too).
 """
 
 from __future__ import annotations
@@ -79,8 +86,39 @@ def _epoch(model: nn.Module, batches: Callable[[], Any]) -> Callable[[], float]:
     return run
 
 
-def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> dict[str, Any]:
-    """Epoch times of the three contestants (see the module doc)."""
+#: the extra contestants of ``--variants``: SentenceGNN's keyword arguments
+VARIANTS: dict[str, dict[str, Any]] = {
+    "sgnn.no-product": {"product": False},
+    "sgnn.no-norm": {"norm": None},
+    "sgnn.IA": {"sentences": ["I", "A"], "product": False, "norm": None},
+}
+
+
+def dense_macs_per_node(model: nn.Module) -> int:
+    """Multiply-adds per node of a model's dense node-level products in a forward pass: every
+    ``nn.Linear`` and every SentenceConv weight (one ``d × out`` product per support and per
+    product-term factor) outside the head (which runs per graph), from the parameters'
+    shapes."""
+    head = getattr(model, "head", None)
+    skip = {id(m) for m in head.modules()} if isinstance(head, nn.Module) else set()
+    total = 0
+    for m in model.modules():
+        if id(m) in skip:
+            continue
+        if isinstance(m, nn.Linear):
+            total += m.in_features * m.out_features
+        for name in ("weight", "product_weight_a", "product_weight_b"):
+            w = m._parameters.get(name) if not isinstance(m, nn.Linear) else None
+            if w is not None and w.dim() >= 2:
+                total += w.numel()
+    return total
+
+
+def measure(
+    dataset: str, epochs: int, batch_size: int = 32, seed: int = 0, variants: bool = False
+) -> dict[str, Any]:
+    """Epoch times of the three contestants, and with ``variants`` of :data:`VARIANTS` (see
+    the module doc)."""
     from matlang.compiler.layers.model import SentenceGNN
     from matlang.compiler.layers.stage import stages_of
     from matlang.runtime.datasets import load_tu
@@ -93,12 +131,15 @@ def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> d
     ds = pyg_dataset(load_tu(dataset))
     classes = int(ds._data.y.max()) + 1
     models: dict[str, nn.Module] = {}
-    for name in ("sgnn", "sgnn.reused", "gin"):
+    extra = VARIANTS if variants else {}
+    for name in ("sgnn", "sgnn.reused", "gin", *extra):
         torch.manual_seed(seed)
+        kw = dict(extra.get(name, {}))
+        sentences = kw.pop("sentences", SUPPORTS)
         models[name] = (
             _GIN(ds.num_features, classes)
             if name == "gin"
-            else SentenceGNN(ds.num_features, classes, SUPPORTS, hidden=32, layers=3)
+            else SentenceGNN(ds.num_features, classes, sentences, hidden=32, layers=3, **kw)
         )
     loaders = {
         k: DataLoader(
@@ -115,6 +156,8 @@ def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> d
         ),
         "gin": _epoch(models["gin"], lambda: loaders["gin"]),
     }
+    for name in extra:
+        runs[name] = _epoch(models[name], lambda name=name: loaders[name])  # type: ignore[misc]
     first: dict[str, float] = {}
     for k, run in runs.items():
         for st in stages_of(models[k]):  # each model's first epoch starts without any
@@ -127,6 +170,7 @@ def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> d
             later[k].append(run())
     best = {k: min(v) for k, v in later.items()}
     params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
+    macs = {k: dense_macs_per_node(m) for k, m in models.items()}
     return {
         "dataset": dataset,
         "graphs": len(ds),
@@ -134,6 +178,8 @@ def measure(dataset: str, epochs: int, batch_size: int = 32, seed: int = 0) -> d
         "epochs": epochs,
         "threads": torch.get_num_threads(),
         "params": params,
+        "dense_macs_per_node": macs,
+        "ratio_gin_each": {k: v / best["gin"] for k, v in best.items()},
         "first_epoch_s": first,
         "later_min_s": best,
         "later_s": later,
@@ -151,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--json", default=None, help="also write the result as JSON here")
+    p.add_argument("--variants", action="store_true", help="add the lighter SentenceGNNs")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    r = measure(args.dataset, max(2, args.epochs), args.batch_size)
+    r = measure(args.dataset, max(2, args.epochs), args.batch_size, variants=args.variants)
     ms = {k: f"{v * 1e3:.0f} ms" for k, v in r["later_min_s"].items()}
     print(
         f"{r['dataset']} ({r['graphs']} graphs, batch {r['batch_size']}), epochs 2-{r['epochs']}"
@@ -162,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['ratio_reused_gin']:.2f}x; new / replayed {r['new_over_reused']:.2f}), "
         f"load {r['load']:.1f}"
     )
+    for k in VARIANTS if args.variants else ():
+        print(
+            f"  {k}: {r['later_min_s'][k] * 1e3:.0f} ms, {r['ratio_gin_each'][k]:.2f}x GIN "
+            f"({r['dense_macs_per_node'][k]} dense multiply-adds a node, GIN "
+            f"{r['dense_macs_per_node']['gin']}, the default {r['dense_macs_per_node']['sgnn']})"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(r, f, indent=1)

@@ -325,3 +325,20 @@ def test_cold_constants_checks_both_settings_and_reports_their_ratios() -> None:
         assert r["ratio_unvalidated_gb"] == pytest.approx(t["matlang.unvalidated"] / t["gb"])
     tri = rows[0]
     assert tri["ratio_lagraph"] == pytest.approx(tri["min_s"]["matlang"] / tri["min_s"]["lagraph"])
+
+
+def test_sgnn_epoch_variants_and_their_dense_multiply_adds() -> None:
+    """``--variants``: the lighter SentenceGNNs timed beside the default, and the dense
+    multiply-adds per node counted from the shapes: GIN's MLPs (7·32 + 32·32, then 2·32·32
+    twice on MUTAG's 7 features), the default's three supports and two product factors."""
+    from benchmarks.perf import sgnn_epoch
+
+    r = sgnn_epoch.measure("mutag", epochs=2, batch_size=64, variants=True)
+    assert set(r["later_min_s"]) == {"sgnn", "sgnn.reused", "gin", *sgnn_epoch.VARIANTS}
+    macs = r["dense_macs_per_node"]
+    assert macs["gin"] == (7 * 32 + 32 * 32) + 2 * (2 * 32 * 32)
+    assert macs["sgnn"] == 5 * 7 * 32 + 2 * 5 * 32 * 32  # 3 supports + 2 product factors
+    assert macs["sgnn.no-product"] == 3 * 7 * 32 + 2 * 3 * 32 * 32
+    assert macs["sgnn.IA"] == 2 * 7 * 32 + 2 * 2 * 32 * 32
+    best = r["later_min_s"]
+    assert all(r["ratio_gin_each"][k] == best[k] / best["gin"] for k in best)
