@@ -45,6 +45,7 @@ from matlang.compiler.layers.supports import (
     plain_csr,
     plain_kind,
     row_major_csr,
+    unit_values,
 )
 from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
@@ -232,8 +233,7 @@ class Stage:
                 edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
                 for k, kind in enumerate(kinds):
                     if kind == "A" and edges.device.type == "cpu":
-                        ones = torch.ones(edges.shape[1], dtype=torch.float64)
-                        csrs[k] = (*edge_structure(), ones)
+                        csrs[k] = (*edge_structure(), unit_values(edges.shape[1]))
                     elif kind is not None:
                         csrs[k] = plain_csr(kind, edges, n)
 
@@ -292,8 +292,7 @@ class Stage:
             return None, keys
         computed = iter(assemble(pieces, ptr, (a.indptr, a.cols)))
         # the batch's edges row-major, without repeats (checked by seen_graphs)
-        ones = torch.ones(a.cols.shape[0], dtype=torch.float64)
-        plain = {"A": row_major_csr(a.indptr, a.cols, ones)}
+        plain = {"A": row_major_csr(a.indptr, a.cols, unit_values(a.cols.shape[0]))}
         if "I" in kinds:
             plain["I"] = identity_csr(n, a.cols.device)
         csrs = [next(computed) if k is None else plain[k] for k in kinds]

@@ -68,8 +68,9 @@ class Supports:
     def csr(self, dtype: torch.dtype) -> list[Tensor]:
         ms = self._csr.get(dtype)
         if ms is None:
+            # (the values of A and I are one 1 expanded, see unit_values: made in dtype here)
             ms = [
-                csr_matrix(ptr, c, v.to(dtype), (self.n, self.n))
+                csr_matrix(ptr, c, v.to(dtype).contiguous(), (self.n, self.n))
                 for ptr, c, v in zip(self.rowptrs, self.cols, self.vals)
             ]
             self._csr[dtype] = ms
@@ -108,10 +109,16 @@ def row_major_csr(rowptr: Tensor, cols: Tensor, vals: Tensor) -> Csr:
     return rowptr, cols.clone() if cols._base is not None else cols, vals
 
 
+def unit_values(k: int, device: torch.device | str = "cpu") -> Tensor:
+    """``k`` values 1 (float64) as one element expanded: no memory until a CSR matrix is made
+    in its dtype (:meth:`Supports.csr`), the support's values never written."""
+    return torch.ones((), dtype=torch.float64, device=device).expand(k)
+
+
 def identity_csr(n: int, device: torch.device) -> Csr:
     """``I`` as CSR arrays, values 1."""
     rowptr, cols = torch.arange(n + 1, device=device), torch.arange(n, device=device)
-    return rowptr, cols, torch.ones(n, dtype=torch.float64, device=device)
+    return rowptr, cols, unit_values(n, device)
 
 
 #: The ops of the plan of ``I`` (a support: on the diagonal mask), each once.
@@ -171,4 +178,4 @@ def is_symmetric(rows: Tensor, cols: Tensor, vals: Tensor, n: int) -> bool:
     return bool(torch.equal(key, flipped)) and bool(torch.equal(vals[order], vals[forder]))
 
 
-__all__ = ["Supports"]
+__all__ = ["Supports", "unit_values"]
