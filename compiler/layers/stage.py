@@ -288,7 +288,7 @@ class Stage:
         if hit is None:
             return None, None
         keys, ptr, pieces, a = hit
-        if pieces is None:
+        if pieces is None or a is None:
             return None, keys
         computed = iter(assemble(pieces, ptr, (a.indptr, a.cols)))
         # the batch's edges row-major, without repeats (checked by seen_graphs)

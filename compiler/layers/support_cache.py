@@ -197,10 +197,11 @@ class RowMajor(NamedTuple):
 
 def seen_graphs(
     b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
-) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, RowMajor] | None:
+) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, RowMajor | None] | None:
     """The graphs' cache keys, their first nodes, every graph's entry when all of the
     unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
-    computes and files under these keys), and the batch's edges row-major; ``None`` when the
+    computes and files under these keys), and the batch's edges row-major (when all are
+    filed; ``None`` otherwise); ``None`` when the
     checks below fail (the keys of such a batch are taken from its coalesced edges after
     validation).
 
@@ -235,9 +236,8 @@ def seen_graphs(
             return None
         indptr = np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(itype)
         row_major = strictly_increasing_rows(indptr, cols)
-    if row_major:
-        a_cols = torch.from_numpy(cols)
-    else:  # rows out of order, or a row's columns: one counting sort
+    sorted_cols: np.ndarray | None = None
+    if not row_major:  # rows out of order, or a row's columns: one counting sort
         if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
             return None
         indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
@@ -245,7 +245,6 @@ def seen_graphs(
         if not strictly_increasing_rows(indptr, sorted_cols):
             return None  # a repeated edge: the validation says so
         cols = sorted_cols
-        a_cols = torch.from_numpy(sorted_cols.astype(np.int64))
     assert indptr is not None
     ptr = b.ptr.numpy()
     node_graph = b.batch.numpy()
@@ -275,10 +274,11 @@ def seen_graphs(
         local_rows = np.repeat(np.arange(n) - node_start, counts)
         fps = graph_keys(sizes, bounds, local_rows, cols - starts)
     keys = [CacheKey(TRANSFORM, f, params) for f in fps]
-    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
     pieces = cache.lookup_all(keys)
-    if pieces is None:
-        return keys, ptr, None, a
+    if pieces is None:  # a new graph: the caller validates and computes (no CSR of A needed)
+        return keys, ptr, None, None
+    a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
+    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
     return keys, ptr, resolved(pieces, keys, cache), a
 
 
