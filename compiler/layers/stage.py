@@ -223,7 +223,8 @@ class Stage:
                     else:
                         rowptr = edges.new_zeros(n + 1)
                         torch.cumsum(torch.bincount(edges[0], minlength=n), 0, out=rowptr[1:])
-                    rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1])
+                    # (edges the validation sorted are arrays of its own: not copied)
+                    rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1], owner=b.edge_index)
                     structure.append((rowptr, cols))
                 return structure[0]
 

@@ -98,15 +98,26 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     return row_major_csr(rowptr, cols, vals)
 
 
-def row_major_csr(rowptr: Tensor, cols: Tensor, vals: Tensor) -> Csr:
+def row_major_csr(
+    rowptr: Tensor, cols: Tensor, vals: Tensor, *, owner: Tensor | None = None
+) -> Csr:
     """A support's CSR arrays from row pointers and row-major columns and values: every
     support is built here (:func:`make_csr`, the plain ``A`` from counted row pointers).
 
     The columns are copied when they are a view (a row of the batch's ``edge_index``, say):
     inside the sparse tensor built from them, a view holds its base from C++, and kept in the
     batch's memo, which lives on that ``edge_index``, it makes a cycle the garbage collector
-    cannot see, so every batch would leak (``tests/compiler/test_no_leaks.py``)."""
-    return rowptr, cols.clone() if cols._base is not None else cols, vals
+    cannot see, so every batch would leak (``tests/compiler/test_no_leaks.py``). ``owner``:
+    the tensor the memo lives on, where the caller knows it: a view of another base (edges
+    the validation sorted into arrays of its own) holds no reference to it and is kept."""
+    if cols._base is not None and (owner is None or _shares(cols, owner)):
+        cols = cols.clone()
+    return rowptr, cols, vals
+
+
+def _shares(a: Tensor, b: Tensor) -> bool:
+    """Whether two tensors view the same storage."""
+    return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
 def unit_values(k: int, device: torch.device | str = "cpu") -> Tensor:

@@ -20,6 +20,7 @@ import torch
 
 import matlang
 from matlang.runtime.generators import erdos_renyi
+from matlang.runtime.pyg import _LAYOUT_ATTRIBUTE
 
 pyg_data = pytest.importorskip("torch_geometric.data")
 
@@ -73,6 +74,28 @@ def test_a_sentence_layer_leaves_nothing_of_a_batch(layer: str, unsorted: bool, 
     if seen:  # the same graphs once before: the second batch is assembled from the cache
         call(_batch([1, 2, 3], unsorted)())
     assert _dies(call, _batch([1, 2, 3], unsorted))
+
+
+@pytest.mark.parametrize("unsorted", [False, True], ids=["coalesced", "unsorted"])
+def test_an_int32_edge_index_leaves_nothing_either(unsorted: bool) -> None:
+    """An int32 ``edge_index``: the memo lives on its int64 copy (``Batch.edge_index``), the
+    tensor a support's columns may view; the user's tensor dies all the same."""
+    conv = LAYERS["supports"]()
+
+    def make() -> Any:
+        b = _batch([4, 5], unsorted)()
+        b.edge_index = b.edge_index.to(torch.int32)
+        return b
+
+    copies: list[weakref.ref[torch.Tensor]] = []
+
+    def call(b: Any) -> None:
+        conv(b.x, b.edge_index, b.batch).sum().backward()
+        layout = getattr(b.edge_index, _LAYOUT_ATTRIBUTE)  # read_pyg's int64 copy
+        copies.append(weakref.ref(layout[1][0]))
+
+    assert _dies(call, make)
+    assert copies and copies[0]() is None  # the copy, which holds the memo, is gone too
 
 
 @pytest.mark.parametrize("unsorted", [False, True], ids=["coalesced", "unsorted"])
