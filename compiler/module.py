@@ -336,10 +336,9 @@ class CompiledModule(nn.Module):
     def output_on_edges(self) -> list[bool]:
         """For each output of a matrix sentence: whether its mask is the batch's edges
         (``A ⊙ A²``, ``A ⊙ (A 𝟏 𝟏ᵀ)``): one entry per edge, in the edges' row-major order."""
-        return [
-            self.plan.steps[self.plan.steps[o.register].mask].op == Op.EDGES
-            for o in self.plan.outputs
-        ]
+        steps = self.plan.steps
+        masks = [steps[o.register].mask for o in self.plan.outputs]
+        return [m is not None and steps[m].op == Op.EDGES for m in masks]
 
     # -- interpreter --------------------------------------------------------------------------
     def _context(self, data: Any, inputs: Mapping[str, Any] | None) -> _Context:
