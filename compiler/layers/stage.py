@@ -455,10 +455,11 @@ def _propagate_on(y: Tensor, sup: Supports) -> Tensor:
     n, s, c = y.shape
     ys = y.transpose(0, 1).contiguous()  # (S, N, C): each support's operand contiguous
     out: Tensor | None = None
-    for m, ys_k, eye in zip(sup.csr(y.dtype), ys, sup.identity):
+    for k, (ys_k, eye) in enumerate(zip(ys, sup.identity)):
         if eye:  # I y: the operand itself (a copy if it starts the sum: never an alias of y)
             out = ys_k.clone() if out is None else out.add_(ys_k)
             continue
+        m = sup.matrix(k, y.dtype)
         out = _mm(m, ys_k) if out is None else out.addmm_(m, ys_k)
     return y.new_zeros(n, c) if out is None else out
 
@@ -472,8 +473,8 @@ def _propagate_t_on(g: Tensor, sup: Supports) -> Tensor:
     n, c = g.shape
     g = g.contiguous()
     out = g.new_empty(n, sup.s, c)  # written support by support (no stack of S temporaries)
-    for k, (m, eye) in enumerate(zip(sup.csr_t(g.dtype), sup.identity)):
-        out[:, k] = g if eye else _mm(m, g)
+    for k, eye in enumerate(sup.identity):
+        out[:, k] = g if eye else _mm(sup.matrix_t(k, g.dtype), g)
     return out
 
 
@@ -516,8 +517,8 @@ class _Mix(torch.autograd.Function):
         x = x.contiguous()
         feats: list[Tensor] = []
         out: Tensor | None = None
-        for k, (m, eye) in enumerate(zip(sup.csr(x.dtype), sup.identity)):
-            f = x if eye else _mm(m, x)
+        for k, eye in enumerate(sup.identity):
+            f = x if eye else _mm(sup.matrix(k, x.dtype), x)
             if scale is not None:
                 f = f * scale[:, k : k + 1]
             feats.append(f)
@@ -542,7 +543,6 @@ class _Mix(torch.autograd.Function):
         grad_x: Tensor | None = None
         if ctx.needs_input_grad[0]:
             order = sorted(range(len(feats)), key=lambda k: not sup.identity[k])  # I first
-            csr_t = sup.csr_t(g.dtype)
             for k in order:
                 h = g @ w[k].t()
                 if scale is not None:
@@ -550,7 +550,8 @@ class _Mix(torch.autograd.Function):
                 if sup.identity[k]:
                     grad_x = h if grad_x is None else grad_x.add_(h)
                 else:
-                    grad_x = _mm(csr_t[k], h) if grad_x is None else grad_x.addmm_(csr_t[k], h)
+                    m = sup.matrix_t(k, g.dtype)
+                    grad_x = _mm(m, h) if grad_x is None else grad_x.addmm_(m, h)
         return grad_x, grad_w, None, None
 
 

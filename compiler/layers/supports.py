@@ -50,8 +50,8 @@ class Supports:
         self.symmetric = symmetric or (
             self.s == 1 and is_symmetric(self.rows(0), self.cols[0], self.vals[0], n)
         )
-        self._csr: dict[torch.dtype, list[Tensor]] = {}
-        self._csr_t: dict[torch.dtype, list[Tensor]] = {}
+        self._csr: dict[tuple[int, torch.dtype], Tensor] = {}
+        self._csr_t: dict[tuple[int, torch.dtype], Tensor] = {}
 
     def rows(self, k: int) -> Tensor:
         """Support ``k``'s row ids, entry by entry."""
@@ -65,27 +65,37 @@ class Supports:
         which = torch.cat([torch.full_like(r, k) for k, r in enumerate(rows)])
         return torch.cat(rows), which, torch.cat(self.vals)
 
-    def csr(self, dtype: torch.dtype) -> list[Tensor]:
-        ms = self._csr.get(dtype)
-        if ms is None:
+    def matrix(self, k: int, dtype: torch.dtype) -> Tensor:
+        """Support ``k`` as a torch CSR matrix in ``dtype``, built once (a layer's products
+        ask only for the supports that are not ``I``: ``I``'s is never built for them)."""
+        key = (k, dtype)
+        m = self._csr.get(key)
+        if m is None:
             # (the values of A and I are one 1 expanded, see unit_values: made in dtype here)
-            ms = [
-                csr_matrix(ptr, c, v.to(dtype).contiguous(), (self.n, self.n))
-                for ptr, c, v in zip(self.rowptrs, self.cols, self.vals)
-            ]
-            self._csr[dtype] = ms
-        return ms
+            v = self.vals[k].to(dtype).contiguous()
+            m = self._csr[key] = csr_matrix(self.rowptrs[k], self.cols[k], v, (self.n, self.n))
+        return m
 
-    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
+    def matrix_t(self, k: int, dtype: torch.dtype) -> Tensor:
+        """Support ``k``'s transpose as a torch CSR matrix (itself where every support is
+        symmetric), built once."""
         if self.symmetric:
-            return self.csr(dtype)
-        ms = self._csr_t.get(dtype)
-        if ms is None:
+            return self.matrix(k, dtype)
+        key = (k, dtype)
+        m = self._csr_t.get(key)
+        if m is None:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"Sparse (CSR tensor support|invariant)")
-                ms = [m.t().to_sparse_csr() for m in self.csr(dtype)]
-            self._csr_t[dtype] = ms
-        return ms
+                m = self._csr_t[key] = self.matrix(k, dtype).t().to_sparse_csr()
+        return m
+
+    def csr(self, dtype: torch.dtype) -> list[Tensor]:
+        """Every support as a torch CSR matrix in ``dtype``."""
+        return [self.matrix(k, dtype) for k in range(self.s)]
+
+    def csr_t(self, dtype: torch.dtype) -> list[Tensor]:
+        """Every support's transpose (see :meth:`matrix_t`)."""
+        return [self.matrix_t(k, dtype) for k in range(self.s)]
 
 
 def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: bool = False) -> Csr:

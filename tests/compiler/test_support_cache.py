@@ -190,6 +190,19 @@ def test_identity_support_is_the_operand(supports: list[str]) -> None:
     want.pow(2).sum().backward()
     torch.testing.assert_close(out.detach(), want.detach(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(x.grad, xd.grad, rtol=1e-12, atol=1e-12)
+    # no sparse matrix was built for I, forward or backward (the batch's memo holds them),
+    # here (x W first: d > out) nor in a layer that multiplies x first (d ≤ out)
+    sup = conv._support_stage.supports(b.edge_index, b.batch, b.num_nodes)
+    built = {k for k, _ in [*sup._csr, *sup._csr_t]}
+    assert built == {k for k, text in enumerate(supports) if text != "I"}
+    wide = SentenceConv(2, 3, supports).double()
+    xs = torch.randn(b.num_nodes, 2, dtype=torch.float64, requires_grad=True)
+    ei = b.edge_index.clone()  # a new batch to the memo
+    wide(xs, ei, b.batch).pow(2).sum().backward()
+    sup = wide._support_stage.supports(ei, b.batch, b.num_nodes)
+    assert {k for k, _ in [*sup._csr, *sup._csr_t]} == {
+        k for k, text in enumerate(supports) if text != "I"
+    }
 
 
 def _filed_stage() -> st.Stage:
