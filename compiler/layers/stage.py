@@ -33,19 +33,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from matlang.compiler.layers.support_cache import Csr, assemble, cached_supports, seen_graphs
 from matlang.compiler.layers.supports import (
     Supports,
-    identity_csr,
+    edge_csr,
     make_csr,
-    plain_csr,
+    plain_csrs,
     plain_kind,
-    row_major_csr,
-    unit_values,
 )
 from matlang.compiler.plan import Plan, render
 from matlang.errors import GraphError, MatlangError
@@ -204,39 +201,22 @@ class Stage:
             seen, keys = self._seen(edge_index, batch, n)
             if seen is not None:
                 return seen
+            from matlang.runtime.masks import prepared_edges
+
             b = make_batch(edge_index, batch, n)
+            edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
             kinds = self.plain_kinds
             rest = [k for k, kind in enumerate(kinds) if kind is None]  # more than A or I
-            csrs: list[Csr | None] = [None] * len(kinds)
-            structure: list[tuple[Tensor, Tensor]] = []
+            built: list[tuple[Tensor, Tensor]] = []
 
-            def edge_structure() -> tuple[Tensor, Tensor]:
-                """The coalesced edges as CSR ``(rowptr, cols)``, once a batch: the structure
+            def structure() -> tuple[Tensor, Tensor]:
+                """The coalesced edges as CSR, once a batch (:func:`edge_csr`): the structure
                 of ``A`` and of every support on the edge mask (``A ⊙ A²``)."""
-                if not structure:
-                    from matlang.runtime.masks import prepared_edges
+                if not built:
+                    built.append(edge_csr(b, edges))
+                return built[0]
 
-                    edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-                    indptr = b.row_pointers()  # the validation's count of these edges' rows
-                    if indptr is not None:
-                        rowptr = torch.from_numpy(indptr.astype(np.int64)).to(edges.device)
-                    else:
-                        rowptr = edges.new_zeros(n + 1)
-                        torch.cumsum(torch.bincount(edges[0], minlength=n), 0, out=rowptr[1:])
-                    # (edges the validation sorted are arrays of its own: not copied)
-                    rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1], owner=b.edge_index)
-                    structure.append((rowptr, cols))
-                return structure[0]
-
-            if len(rest) < len(kinds):
-                from matlang.runtime.masks import prepared_edges
-
-                edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
-                for k, kind in enumerate(kinds):
-                    if kind == "A" and edges.device.type == "cpu":
-                        csrs[k] = (*edge_structure(), unit_values(edges.shape[1]))
-                    elif kind is not None:
-                        csrs[k] = plain_csr(kind, edges, n)
+            csrs = plain_csrs(kinds, structure, n, edges.device)
 
             def whole() -> list[Csr]:
                 out = []
@@ -246,7 +226,7 @@ class Stage:
                     index, values = materialise(m, b)
                     values = values.double()
                     if on_edges:  # its entries are the coalesced edges, in their order
-                        rowptr, cols = edge_structure()
+                        rowptr, cols = structure()
                         if int(cols.shape[0]) == int(index.shape[1]):
                             out.append((rowptr, cols, values))
                             continue
@@ -257,11 +237,8 @@ class Stage:
 
             on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
             if rest and self.cache is not None and on_host:
-                from matlang.runtime.masks import prepared_edges
-
-                edges, _ = b.cached("compiled.edges", lambda: prepared_edges(b))
                 computed = cached_supports(
-                    b, edges, self.cache, self._cache_params, whole, keys, self.on_edges
+                    b, edges, self.cache, self._cache_params, whole, keys, self.on_edges, structure
                 )
             else:
                 computed = whole()
@@ -291,12 +268,11 @@ class Stage:
         keys, ptr, pieces, a = hit
         if pieces is None or a is None:
             return None, keys
-        computed = iter(assemble(pieces, ptr, (a.indptr, a.cols)))
         # the batch's edges row-major, without repeats (checked by seen_graphs)
-        plain = {"A": row_major_csr(a.indptr, a.cols, unit_values(a.cols.shape[0]))}
-        if "I" in kinds:
-            plain["I"] = identity_csr(n, a.cols.device)
-        csrs = [next(computed) if k is None else plain[k] for k in kinds]
+        structure = (a.indptr, a.cols)
+        computed = iter(assemble(pieces, ptr, structure))
+        plain = plain_csrs(kinds, lambda: structure, n, a.cols.device)
+        csrs = [next(computed) if c is None else c for c in plain]
         return self._supports(csrs, n), keys
 
     def _supports(self, csrs: list[Csr], n: int) -> Supports:

@@ -112,12 +112,14 @@ def cached_supports(
     compute: Callable[[], Sequence[Csr]],
     keys: list[CacheKey] | None = None,
     on_edges: Sequence[bool] = (),
+    structure: Callable[[], tuple[Tensor, Tensor]] | None = None,
 ) -> list[Csr]:
     """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
     every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed.
     ``keys``: the graphs' keys when the caller has them (:func:`seen_graphs`, from these same
     edges); ``on_edges``: which supports are on the edge mask (filed as values only, see
-    :class:`Piece`)."""
+    :class:`Piece`), assembled on ``structure()``, the caller's CSR of these edges
+    (:func:`~compiler.layers.supports.edge_csr` of them where it gives none)."""
     if b.num_graphs == 0:
         return list(compute())
     if keys is None:
@@ -128,12 +130,15 @@ def cached_supports(
     pieces = cache.lookup(keys)
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
-        structure = None
-        if any(on_edges):  # the edges' CSR structure (row-major: their rows counted)
-            rowptr = torch.zeros(b.num_nodes + 1, dtype=torch.int64)
-            torch.cumsum(torch.bincount(edges[0], minlength=b.num_nodes), 0, out=rowptr[1:])
-            structure = (rowptr, edges[1].clone())  # a copy: never a view of edge_index
-        return assemble(resolved(pieces, keys, cache), ptr, structure)
+        csr = None
+        if any(on_edges):
+            if structure is None:
+                from matlang.compiler.layers.supports import edge_csr  # (it imports this module)
+
+                csr = edge_csr(b, edges)
+            else:
+                csr = structure()
+        return assemble(resolved(pieces, keys, cache), ptr, csr)
     supports = list(compute())
     source = Unsplit(supports, ptr, missing, on_edges)
     new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
@@ -231,7 +236,7 @@ def seen_graphs(
         return None
     # these arrays share ei's storage, not ei (numpy() aliases through a tensor of its own):
     # A's columns taken from them below, kept in the memo on ei, hold no reference to ei, unlike
-    # a torch view of it inside a sparse tensor (see supports.make_csr; test_no_leaks.py)
+    # a torch view of it inside a sparse tensor (see supports.row_major_csr; test_no_leaks.py)
     e = ei.detach().numpy()
     e = e if e.dtype == np.int64 else e.astype(np.int64)
     n, fp = b.num_nodes, b.fingerprint()

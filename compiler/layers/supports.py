@@ -6,9 +6,10 @@ them once per batch and owns them."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -103,9 +104,50 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     not, unless the caller knows): the row pointers are a bincount."""
     if not row_major:
         rows, cols, vals = sort_row_major(rows, cols, vals, n)
+    return row_major_csr(_row_pointers(rows, n), cols, vals)
+
+
+def _row_pointers(rows: Tensor, n: int) -> Tensor:
+    """CSR row pointers ``(n + 1,)`` of sorted ``rows``: a bincount."""
     rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
-    return row_major_csr(rowptr, cols, vals)
+    return rowptr
+
+
+def edge_csr(b: Batch, edges: Tensor) -> tuple[Tensor, Tensor]:
+    """The batch's coalesced ``edges`` as CSR ``(rowptr, cols)``: the structure of ``A`` and
+    of every support on the edge mask (``A ⊙ A²``). The row pointers are the validation's
+    count of these rows where it made one (on the host), else a bincount; the columns go
+    through :func:`row_major_csr` (copied only where they view the tensor the batch's memo
+    lives on: edges the validation sorted are arrays of its own)."""
+    indptr = b.row_pointers()
+    if indptr is not None:
+        rowptr = torch.from_numpy(indptr.astype(np.int64)).to(edges.device)
+    else:
+        rowptr = _row_pointers(edges[0], b.num_nodes)
+    rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1], owner=b.edge_index)
+    return rowptr, cols
+
+
+def plain_csrs(
+    kinds: Sequence[str | None],
+    structure: Callable[[], tuple[Tensor, Tensor]],
+    n: int,
+    device: torch.device,
+) -> list[Csr | None]:
+    """``A`` (on the edges' CSR ``structure()``, asked for only if ``A`` is among ``kinds``)
+    and ``I`` as CSR arrays, values 1, in the places of ``kinds`` (``None`` elsewhere: the
+    computed supports): the plain supports of a batch, new or assembled from the cache."""
+    out: list[Csr | None] = []
+    for kind in kinds:
+        if kind == "A":
+            rowptr, cols = structure()
+            out.append((rowptr, cols, unit_values(cols.shape[0], cols.device)))
+        elif kind == "I":
+            out.append(identity_csr(n, device))
+        else:
+            out.append(None)
+    return out
 
 
 def row_major_csr(
@@ -153,15 +195,6 @@ def plain_kind(plan: Any) -> str | None:
     if len(plan.outputs) != 1 or plan.outputs[0].register != len(ops) - 1:
         return None
     return "A" if ops == ["edges", "adjacency"] else "I" if sorted(ops) == IDENTITY_OPS else None
-
-
-def plain_csr(kind: str, edges: Tensor, n: int) -> Csr:
-    """``A`` (on the batch's coalesced ``edges``) or ``I`` as CSR arrays, values 1: row-major
-    already, what :func:`plain_support` reads off the batch."""
-    if kind == "A":
-        ones = torch.ones(edges.shape[1], dtype=torch.float64, device=edges.device)
-        return make_csr(edges[0], edges[1], ones, n, row_major=True)
-    return identity_csr(n, edges.device)
 
 
 def plain_support(module: Any, b: Batch) -> tuple[Tensor, Tensor] | None:

@@ -33,6 +33,17 @@ def _dense(sup: st.Supports) -> list[np.ndarray]:
     return [m.to_dense().numpy() for m in sup.csr(torch.float64)]
 
 
+def _oracle(text: str, order: list[str], b: Batch) -> np.ndarray:
+    """The sentence's matrix on the batch of the named graphs ``order``, block by block, by
+    the exact dense evaluator."""
+    whole = np.zeros((b.num_nodes, b.num_nodes))
+    ptr = b.ptr.tolist()
+    for k, g in enumerate(order):
+        lo, hi = ptr[k], ptr[k + 1]
+        whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
+    return whole
+
+
 def _fresh(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch's index tensors as new tensors: a new batch object to the memo."""
     return b.edge_index.clone(), b.batch.clone()
@@ -55,13 +66,8 @@ def test_a_batch_of_cached_graphs_is_assembled_equal_to_the_oracle() -> None:
     # I is the operand itself in the products (no sparse product); its matrix is still there
     assert sup.identity == [t == "I" for t in SUPPORTS]
     dense = _dense(sup)
-    ptr = b.ptr.tolist()
     for s, text in enumerate(SUPPORTS):
-        whole = np.zeros((b.num_nodes, b.num_nodes))
-        for k, g in enumerate(order):
-            lo, hi = ptr[k], ptr[k + 1]
-            whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
-        np.testing.assert_array_equal(dense[s], whole, err_msg=text)
+        np.testing.assert_array_equal(dense[s], _oracle(text, order, b), err_msg=text)
     # and equal, array for array, to the supports computed without the cache
     cold = st.Stage.lowered("supports", SUPPORTS, level="matrix")
     cold_sup = cold.supports(*_fresh(b), b.num_nodes)
@@ -502,13 +508,8 @@ def test_a_support_on_the_edges_is_filed_as_its_values_only() -> None:
         mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
         sup = stage.supports(b.edge_index[:, perm].clone(), b.batch.clone(), b.num_nodes)
     assert stage.cache.hits == hits + len(order)
-    ptr = b.ptr.tolist()
     for s, text in enumerate(texts):
-        whole = np.zeros((b.num_nodes, b.num_nodes))
-        for k, g in enumerate(order):
-            lo, hi = ptr[k], ptr[k + 1]
-            whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, named(g)), dtype=np.float64)
-        np.testing.assert_array_equal(_dense(sup)[s], whole, err_msg=text)
+        np.testing.assert_array_equal(_dense(sup)[s], _oracle(text, order, b), err_msg=text)
     with pytest.raises(matlang.MatlangError, match="needs the batch's edges"):
         sc.assemble(pieces, first.ptr.numpy())
 
