@@ -119,7 +119,8 @@ def cached_supports(
     ``keys``: the graphs' keys when the caller has them (:func:`seen_graphs`, from these same
     edges); ``on_edges``: which supports are on the edge mask (filed as values only, see
     :class:`Piece`), assembled on ``structure()``, the caller's CSR of these edges
-    (:func:`~compiler.layers.supports.edge_csr` of them where it gives none)."""
+    (:func:`~compiler.layers.supports.edge_csr`; :func:`assemble` refuses such a support
+    without it)."""
     if b.num_graphs == 0:
         return list(compute())
     if keys is None:
@@ -130,14 +131,7 @@ def cached_supports(
     pieces = cache.lookup(keys)
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
-        csr = None
-        if any(on_edges):
-            if structure is None:
-                from matlang.compiler.layers.supports import edge_csr  # (it imports this module)
-
-                csr = edge_csr(b, edges)
-            else:
-                csr = structure()
+        csr = structure() if structure is not None and any(on_edges) else None
         return assemble(resolved(pieces, keys, cache), ptr, csr)
     supports = list(compute())
     source = Unsplit(supports, ptr, missing, on_edges)

@@ -14,6 +14,7 @@ import matlang
 from matlang.compiler import api
 from matlang.compiler.layers import stage as st
 from matlang.compiler.layers import support_cache as sc
+from matlang.compiler.layers import supports as sp
 from matlang.compiler.layers.support_cache import seen_graphs
 from matlang.graphs import named
 from matlang.nn import SentenceConv
@@ -529,7 +530,16 @@ def test_cached_supports_assembles_a_support_on_the_edges_from_the_batchs_edges(
     def fail() -> list[sc.Csr]:
         raise AssertionError("computed a batch of filed graphs")
 
-    got = sc.cached_supports(b, edges, stage.cache, stage._cache_params, fail, None, stage.on_edges)
+    got = sc.cached_supports(
+        b,
+        edges,
+        stage.cache,
+        stage._cache_params,
+        fail,
+        None,
+        stage.on_edges,
+        lambda: sp.edge_csr(b, edges),
+    )
     cold = st.Stage.lowered("supports", texts, level="matrix")
     cold.cache = None
     want = cold.supports(*_fresh(b), b.num_nodes)
