@@ -117,12 +117,16 @@ class GraphCache:
         self.hits += len(keys)
         return out
 
-    def store_many(self, keys: Sequence[CacheKey], values: Sequence[Any]) -> None:
-        """:meth:`store` each value under its key, the bound enforced once."""
+    def store_many(
+        self, keys: Sequence[CacheKey], values: Sequence[Any], *, absent: bool = False
+    ) -> None:
+        """:meth:`store` each value under its key, the bound enforced once. ``absent``: the
+        caller just found none of ``keys`` filed (a new key goes in last: not moved)."""
         store = self._store
         for key, value in zip(keys, values):
             store[key] = value
-            store.move_to_end(key)
+            if not absent:
+                store.move_to_end(key)
         self._evict()
 
     def store(self, key: CacheKey, value: Any) -> None:

@@ -219,6 +219,19 @@ def sort_device(
     return skey, perm, tkey, t_perm
 
 
+def canonical_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
+    """:func:`strictly_increasing_rows` in one pass of scipy's kernel where it takes the arrays
+    (no E-long temporaries: ~3× faster on fresh arrays), else by numpy."""
+    if indptr.dtype == cols.dtype and indptr.dtype in (np.int32, np.int64):
+        try:
+            from scipy.sparse._sparsetools import csr_has_canonical_format
+
+            return bool(csr_has_canonical_format(indptr.size - 1, indptr, cols))
+        except (ImportError, TypeError, ValueError):  # no private module
+            pass
+    return strictly_increasing_rows(indptr, cols)
+
+
 def strictly_increasing_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
     """Whether the columns strictly increase within each row of a CSR (no repeat)."""
     if cols.size < 2:

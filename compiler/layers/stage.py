@@ -198,7 +198,7 @@ class Stage:
         from matlang.compiler.api import materialise
 
         def compute() -> Supports:
-            seen, keys = self._seen(edge_index, batch, n)
+            seen, keys, looked = self._seen(edge_index, batch, n)
             if seen is not None:
                 return seen
             from matlang.runtime.masks import prepared_edges
@@ -238,7 +238,15 @@ class Stage:
             on_host = b.edge_weight is None and b.edge_index.device.type == "cpu"
             if rest and self.cache is not None and on_host:
                 computed = cached_supports(
-                    b, edges, self.cache, self._cache_params, whole, keys, self.on_edges, structure
+                    b,
+                    edges,
+                    self.cache,
+                    self._cache_params,
+                    whole,
+                    keys,
+                    self.on_edges,
+                    structure,
+                    looked,
                 )
             else:
                 computed = whole()
@@ -251,29 +259,30 @@ class Stage:
 
     def _seen(
         self, edge_index: Tensor, batch: Tensor | None, n: int
-    ) -> tuple[Supports | None, list[Any] | None]:
+    ) -> tuple[Supports | None, list[Any] | None, list[Any] | None]:
         """The supports of a batch made of graphs seen before, assembled from the cache
         without validating the batch (a graph whose edges equal, byte for byte, those of a
         graph that passed validation is valid; :func:`support_cache.seen_graphs` checks what
-        that needs), with the graphs' cache keys; ``(None, keys)`` when a graph is new (the
-        keys serve the computed path: the same edges), ``(None, None)`` when the batch is
-        weighted, on a device, fails those checks, or the layer has nothing worth caching."""
+        that needs), with the graphs' cache keys and the entries looked up under them;
+        ``(None, keys, looked)`` when a graph is new (the keys and entries serve the computed
+        path: the same edges), ``(None, None, None)`` when the batch is weighted, on a device,
+        fails those checks, or the layer has nothing worth caching."""
         kinds = self.plain_kinds
         if self.cache is None or all(kinds):
-            return None, None
+            return None, None, None
         b = Batch.from_edge_index(edge_index, batch, num_nodes=n)
         hit = seen_graphs(b, self.cache, self._cache_params)
         if hit is None:
-            return None, None
-        keys, ptr, pieces, a = hit
+            return None, None, None
+        keys, ptr, pieces, a, looked = hit
         if pieces is None or a is None:
-            return None, keys
+            return None, keys, looked
         # the batch's edges row-major, without repeats (checked by seen_graphs)
         structure = (a.indptr, a.cols)
         computed = iter(assemble(pieces, ptr, structure))
         plain = plain_csrs(kinds, lambda: structure, n, a.cols.device)
         csrs = [next(computed) if c is None else c for c in plain]
-        return self._supports(csrs, n), keys
+        return self._supports(csrs, n), keys, looked
 
     def _supports(self, csrs: list[Csr], n: int) -> Supports:
         identity = [k == "I" for k in self.plain_kinds]

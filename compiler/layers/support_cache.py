@@ -50,7 +50,7 @@ from matlang.runtime.cache import (
     split_blocks,
 )
 from matlang.runtime.local_graphs import pair_bytes, small_graph_keys
-from matlang.runtime.validate import sort_rows_host, strictly_increasing_rows
+from matlang.runtime.validate import canonical_rows, sort_rows_host, strictly_increasing_rows
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"
@@ -113,6 +113,7 @@ def cached_supports(
     keys: list[CacheKey] | None = None,
     on_edges: Sequence[bool] = (),
     structure: Callable[[], tuple[Tensor, Tensor]] | None = None,
+    looked: list[Any] | None = None,
 ) -> list[Csr]:
     """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
     every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed.
@@ -120,7 +121,8 @@ def cached_supports(
     edges); ``on_edges``: which supports are on the edge mask (filed as values only, see
     :class:`Piece`), assembled on ``structure()``, the caller's CSR of these edges
     (:func:`~compiler.layers.supports.edge_csr`; :func:`assemble` refuses such a support
-    without it)."""
+    without it); ``looked``: the cache's entries under ``keys`` (:data:`MISSING` where none)
+    where the caller looked them up already (:func:`seen_graphs`), not looked up again."""
     if b.num_graphs == 0:
         return list(compute())
     if keys is None:
@@ -128,7 +130,7 @@ def cached_supports(
         keys = cache_keys(fps, params)
     else:
         ptr = b.ptr.numpy()
-    pieces = cache.lookup(keys)
+    pieces = cache.lookup(keys) if looked is None else looked
     missing = [k for k, p in enumerate(pieces) if p is MISSING]
     if not missing:
         csr = structure() if structure is not None and any(on_edges) else None
@@ -136,7 +138,9 @@ def cached_supports(
     supports = list(compute())
     source = Unsplit(supports, ptr, missing, on_edges)
     new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
-    cache.store_many([keys[k] for k in missing], [new(Deferred, (source, k)) for k in missing])
+    cache.store_many(
+        [keys[k] for k in missing], [new(Deferred, (source, k)) for k in missing], absent=True
+    )
     return supports
 
 
@@ -202,12 +206,21 @@ class RowMajor(NamedTuple):
     cols: Tensor  # (E,) int64
 
 
-def seen_graphs(
-    b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
-) -> tuple[list[CacheKey], np.ndarray, list[Piece] | None, RowMajor | None] | None:
+class Seen(NamedTuple):
+    """What :func:`seen_graphs` found of a batch."""
+
+    keys: list[CacheKey]  # the graphs' cache keys
+    ptr: np.ndarray  # their first nodes (and the node count)
+    pieces: list[Piece] | None  # every graph's entry when all are filed, else None
+    a: RowMajor | None  # the batch's edges row-major when all are filed, else None
+    looked: list[Any]  # the cache's entries under keys, MISSING where none (cached_supports)
+
+
+def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]) -> Seen | None:
     """The graphs' cache keys, their first nodes, every graph's entry when all of the
     unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
-    computes and files under these keys), and the batch's edges row-major (when all are
+    computes and files under these keys, handing :func:`cached_supports` the entries looked up
+    here), and the batch's edges row-major (when all are
     filed; ``None`` otherwise); ``None`` when the
     checks below fail (the keys of such a batch are taken from its coalesced edges after
     validation).
@@ -235,14 +248,13 @@ def seen_graphs(
     e = e if e.dtype == np.int64 else e.astype(np.int64)
     n, fp = b.num_nodes, b.fingerprint()
     rows, cols = e[0], e[1]
-    itype = np.int32 if max(n, rows.size) < 2**31 - 1 else np.int64
     row_major = rows.size < 2 or bool((rows[1:] >= rows[:-1]).all())
     indptr: np.ndarray | None = None
     if row_major:
         if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= n):
             return None
-        indptr = np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(itype)
-        row_major = strictly_increasing_rows(indptr, cols)
+        indptr = sorted_row_pointers(ei[0], rows, n)
+        row_major = canonical_rows(indptr, cols)
     sorted_cols: np.ndarray | None = None
     if not row_major:  # rows out of order, or a row's columns: one counting sort
         if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
@@ -266,27 +278,43 @@ def seen_graphs(
     b.remember("scanned", row_major, fp)
     bounds = indptr[ptr]  # graph k's edges: bounds[k]:bounds[k + 1]
     sizes = np.diff(ptr)
-    node_start = ptr[node_graph]
     fps: list[str | bytes]
     if int(sizes.max()) <= 256:  # the edges as graph_keys reads them: one byte an id
         # ids mod 256: a local id is below 256, so the difference of wrapped ids is exact
         pairs = np.empty((cols.size, 2), dtype=np.uint8)
+        node_start = ptr[node_graph]
         pairs[:, 0] = np.repeat((np.arange(n) - node_start).astype(np.uint8), counts)
         local_cols = pairs[:, 1]
         local_cols[...] = cols
-        local_cols -= np.repeat(node_start.astype(np.uint8), counts)
+        # each edge's graph's first node: one run a graph (not one a node, as for the rows)
+        local_cols -= np.repeat(ptr[:-1].astype(np.uint8), np.diff(bounds))
         fps = list(small_graph_keys(sizes, bounds, pairs))
     else:
+        node_start = ptr[node_graph]
         starts = np.repeat(node_start, counts)
         local_rows = np.repeat(np.arange(n) - node_start, counts)
         fps = graph_keys(sizes, bounds, local_rows, cols - starts)
     keys = cache_keys(fps, params)
-    pieces = cache.lookup_all(keys)
-    if pieces is None:  # a new graph: the caller validates and computes (no CSR of A needed)
-        return keys, ptr, None, None
+    looked = cache.lookup(keys)
+    if any(p is MISSING for p in looked):
+        # a new graph: the caller validates and computes (no CSR of A needed)
+        return Seen(keys, ptr, None, None, looked)
     a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
     a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
-    return keys, ptr, resolved(pieces, keys, cache), a
+    return Seen(keys, ptr, resolved(looked, keys, cache), a, looked)
+
+
+def sorted_row_pointers(row: Tensor, rows: np.ndarray, n: int) -> np.ndarray:
+    """The CSR row pointers ``(n + 1,)`` int64 of sorted rows (``row`` as a tensor, ``rows``
+    as its int64 numpy array): torch's one linear pass where it has one (~0.6× numpy's
+    ``searchsorted`` of every row id), else that."""
+    convert = getattr(torch, "_convert_indices_from_coo_to_csr", None)
+    if convert is not None:
+        try:
+            return convert(row.to(torch.int64), n).numpy()  # type: ignore[no-any-return]
+        except (RuntimeError, TypeError):
+            pass
+    return np.searchsorted(rows, np.arange(n + 1, dtype=np.int64))
 
 
 def split(
@@ -364,6 +392,7 @@ __all__ = [
     "graph_keys",
     "cached_supports",
     "resolved",
+    "Seen",
     "seen_graphs",
     "split",
     "split_many",

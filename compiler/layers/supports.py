@@ -122,7 +122,7 @@ def edge_csr(b: Batch, edges: Tensor) -> tuple[Tensor, Tensor]:
     lives on: edges the validation sorted are arrays of its own)."""
     indptr = b.row_pointers()
     if indptr is not None:
-        rowptr = torch.from_numpy(indptr.astype(np.int64)).to(edges.device)
+        rowptr = torch.from_numpy(indptr.astype(np.int64, copy=False)).to(edges.device)
     else:
         rowptr = _row_pointers(edges[0], b.num_nodes)
     rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1], owner=b.edge_index)
@@ -179,9 +179,9 @@ def unit_values(k: int, device: torch.device | str = "cpu") -> Tensor:
 
 
 def identity_csr(n: int, device: torch.device) -> Csr:
-    """``I`` as CSR arrays, values 1."""
-    rowptr, cols = torch.arange(n + 1, device=device), torch.arange(n, device=device)
-    return rowptr, cols, unit_values(n, device)
+    """``I`` as CSR arrays, values 1 (its columns the row pointers' first ``n``: one array)."""
+    rowptr = torch.arange(n + 1, device=device)
+    return rowptr, rowptr[:n], unit_values(n, device)
 
 
 #: The ops of the plan of ``I`` (a support: on the diagonal mask), each once.
