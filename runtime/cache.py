@@ -51,9 +51,9 @@ class CacheKey(NamedTuple):
     tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
 
     transform: str
-    graph: (
-        str | bytes
-    )  # a fingerprint, or a small graph's exact key (local_graphs.small_graph_keys)
+    # a fingerprint, a small graph's exact key (local_graphs.small_graph_keys), or a
+    # signature (nodes, edges, sum of local columns) of a layer's support cache
+    graph: str | bytes | tuple[int, int, int]
     params: tuple[tuple[str, Any], ...]
 
 

@@ -24,7 +24,16 @@ semantics of :mod:`runtime.batch`), so this equals the supports computed on the 
 entry for entry (checked by ``tests/compiler/test_support_cache.py`` against the uncached path
 and the dense evaluator), and a graph's value never depends on what else is in the batch.
 A batch with a graph not yet filed is computed whole (the constant stages' own per-graph cache
-serves the graphs it has) and split into entries for the graphs that were missing.
+serves the graphs it has) and its graphs filed, to be split into their entries when first met
+again.
+
+The entries are filed under each graph's signature (nodes, edges, the sum of its local column
+ids: one pass over a batch's edges, :func:`graph_signatures`), and within a signature's entry
+(a :data:`Bucket`, nearly always of one graph) told apart by the graph's exact key (its local
+edges as bytes, :func:`graph_keys`). The exact keys of a computed batch are made only when one
+of its graphs' signatures is met again (:meth:`Unsplit.key`), so a batch of new graphs — every
+batch of an inference stream, the first epoch of a training run — makes none: at 128 graphs of
+25 nodes they were about a tenth of a new batch's forward and backward.
 
 Only unweighted host batches are filed: a weighted ``A`` (an explainer's mask, learned weights)
 changes every step, and a device batch keeps its supports on the device.
@@ -90,18 +99,40 @@ def graph_keys(
 
 
 def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str | bytes], np.ndarray]:
-    """The graphs' keys (:func:`graph_keys`) from the batch's coalesced ``edges`` (global ids,
-    row-major), and their first nodes. (A vectorised 128-bit hash of the edge sets, two 64-bit
-    mixes summed per graph, measured no faster at 128 × ER(25).)"""
+    """The graphs' exact keys (:func:`graph_keys`) from the batch's coalesced ``edges`` (global
+    ids, row-major), and their first nodes. (A vectorised 128-bit hash of the edge sets, two
+    64-bit mixes summed per graph, measured no faster at 128 × ER(25).)"""
     ptr = b.ptr.numpy()
-    rows, cols = edges[0].numpy(), edges[1].numpy()
+    return edge_keys(ptr, edges[0].numpy(), edges[1].numpy()), ptr
+
+
+def edge_keys(ptr: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[str | bytes]:
+    """The exact keys (:func:`graph_keys`) of the graphs laid out by ``ptr`` whose coalesced
+    edges (global ids, row-major) are ``rows``, ``cols``."""
     bounds = np.searchsorted(rows, ptr)
-    if b.num_graphs == 1:
+    if ptr.size == 2:
         local_rows, local_cols = rows, cols
     else:
         starts = np.repeat(ptr[:-1], np.diff(bounds))
         local_rows, local_cols = rows - starts, cols - starts
-    return graph_keys(np.diff(ptr), bounds, local_rows, local_cols), ptr
+    return graph_keys(np.diff(ptr), bounds, local_rows, local_cols)
+
+
+def graph_signatures(
+    ptr: np.ndarray, bounds: np.ndarray, cols: np.ndarray
+) -> list[tuple[int, int, int]]:
+    """Each graph's signature, what its cache entry is filed under: its nodes, its edges and
+    the sum of its edges' local column ids (one pass over the row-major ``cols``; graph ``k``'s
+    edges are ``bounds[k]:bounds[k + 1]``). Cheap to make for a whole batch, and rarely shared
+    by two graphs; those that share one are told apart in the entry by their exact keys
+    (:class:`Bucket`), made only for graphs whose signature is filed."""
+    counts = np.diff(bounds)
+    sums = np.zeros(counts.size, dtype=np.int64)
+    full = np.flatnonzero(counts)
+    if full.size:  # segments from each non-empty graph's first edge to the next one's
+        sums[full] = np.add.reduceat(cols, bounds[full])
+    local = sums - counts * ptr[:-1]
+    return list(zip(np.diff(ptr).tolist(), counts.tolist(), local.tolist()))
 
 
 def cached_supports(
@@ -116,35 +147,135 @@ def cached_supports(
     looked: list[Any] | None = None,
 ) -> list[Csr]:
     """Every support of ``b`` as ``(rowptr, cols, values)``: assembled from the cache when
-    every graph is filed, else ``compute()`` on the whole batch and the missing graphs filed.
-    ``keys``: the graphs' keys when the caller has them (:func:`seen_graphs`, from these same
-    edges); ``on_edges``: which supports are on the edge mask (filed as values only, see
+    every graph is filed, else ``compute()`` on the whole batch and its graphs filed.
+    ``keys``: the graphs' cache keys (their signatures, :func:`graph_signatures`) when the
+    caller has them (:func:`seen_graphs`, from these same edges); ``looked``: the cache's
+    entries under them (:data:`MISSING` where none) where the caller looked them up already
+    and found the batch not filed whole (:func:`seen_graphs`), not looked up again;
+    ``on_edges``: which supports are on the edge mask (filed as values only, see
     :class:`Piece`), assembled on ``structure()``, the caller's CSR of these edges
     (:func:`~compiler.layers.supports.edge_csr`; :func:`assemble` refuses such a support
-    without it); ``looked``: the cache's entries under ``keys`` (:data:`MISSING` where none)
-    where the caller looked them up already (:func:`seen_graphs`), not looked up again."""
+    without it)."""
     if b.num_graphs == 0:
         return list(compute())
+    ptr = b.ptr.numpy()
     if keys is None:
-        fps, ptr = batch_fingerprints(b, edges)
-        keys = cache_keys(fps, params)
-    else:
-        ptr = b.ptr.numpy()
-    pieces = cache.lookup(keys) if looked is None else looked
-    missing = [k for k, p in enumerate(pieces) if p is MISSING]
-    if not missing:
-        csr = structure() if structure is not None and any(on_edges) else None
-        return assemble(resolved(pieces, keys, cache), ptr, csr)
+        rows, cols = edges[0].numpy(), edges[1].numpy()
+        keys = cache_keys(graph_signatures(ptr, np.searchsorted(rows, ptr), cols), params)
+    if looked is None:
+        looked = cache.lookup(keys)
+        if not any(p is MISSING for p in looked):
+            pieces = matched(looked, batch_fingerprints(b, edges)[0], cache)
+            if pieces is not None:
+                csr = structure() if structure is not None and any(on_edges) else None
+                return assemble(pieces, ptr, csr)
     supports = list(compute())
-    source = Unsplit(supports, ptr, missing, on_edges)
-    new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
-    cache.store_many(
-        [keys[k] for k in missing], [new(Deferred, (source, k)) for k in missing], absent=True
-    )
+    if structure is not None:
+        rowptr, cols_t = structure()
+        keyer = _csr_keyer(rowptr, cols_t, ptr)
+    else:  # a copy: the entries must not hold the caller's edges (and the memo on them)
+        keyer = _edge_keyer(edges.numpy().copy(), ptr)
+    file_batch(cache, keys, looked, Unsplit(supports, ptr, range(len(keys)), on_edges, keyer))
     return supports
 
 
-def cache_keys(fingerprints: Sequence[str | bytes], params: tuple[Any, ...]) -> list[CacheKey]:
+def _csr_keyer(rowptr: Tensor, cols: Tensor, ptr: np.ndarray) -> Callable[[], list[Any]]:
+    """The exact keys of a batch's graphs from its edges' CSR, made when first asked for."""
+
+    def keys() -> list[Any]:
+        indptr = rowptr.numpy()
+        rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+        return edge_keys(ptr, rows, cols.numpy())
+
+    return keys
+
+
+def _edge_keyer(e: np.ndarray, ptr: np.ndarray) -> Callable[[], list[Any]]:
+    """The exact keys of a batch's graphs from its coalesced edges, made when first asked for."""
+    return lambda: edge_keys(ptr, e[0], e[1])
+
+
+#: What the cache holds under a signature (:func:`graph_signatures`): the graphs filed under
+#: it, usually one, each ``[exact key, entry]`` — the key ``None`` until it is first needed
+#: (:meth:`Unsplit.key`: a batch of new graphs makes no exact key), the entry a :class:`Piece`
+#: or a :class:`Deferred` one.
+Bucket = list
+
+
+def file_batch(
+    cache: GraphCache, keys: list[CacheKey], looked: list[Any], source: Unsplit
+) -> None:
+    """File every graph of a computed batch: a new entry under each signature not filed yet,
+    and the graph added (its exact key not made yet) to the entry of each signature that is
+    (a graph filed already is added again: :func:`matched` drops the repeat when it first
+    makes the keys)."""
+    new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
+    fresh_keys, fresh = [], []
+    for k, (key, bucket) in enumerate(zip(keys, looked)):
+        entry = [None, new(Deferred, (source, k))]
+        if bucket is MISSING:
+            bucket = [entry]
+            looked[k] = bucket  # a signature twice in the batch: one entry
+            fresh_keys.append(key)
+            fresh.append(bucket)
+        else:
+            bucket.append(entry)
+    cache.store_many(fresh_keys, fresh, absent=True)
+
+
+def matched(
+    buckets: Sequence[Bucket], exact: Sequence[Any], cache: GraphCache
+) -> list[Piece] | None:
+    """The filed piece of every graph (``exact``: their exact keys; ``buckets``: the entries
+    under their signatures), split out of their batches where still deferred; ``None`` when
+    one is not filed (counted as a miss instead of the hit its signature gave)."""
+    out: list[Piece] = []
+    for bucket, key in zip(buckets, exact):
+        piece = find(bucket, key)
+        if piece is None:
+            cache.hits -= 1
+            cache.misses += 1
+            return None
+        out.append(piece)
+    return out
+
+
+def find(bucket: Bucket, key: Any) -> Piece | None:
+    """The piece filed under exact ``key`` in ``bucket`` (split out and kept as a piece if
+    deferred), ``None`` if there is none. Exact keys not made yet are made first (a batch's
+    all at once, :meth:`Unsplit.key`), and a graph filed twice keeps its first entry."""
+    if any(e[0] is None for e in bucket):
+        for e in bucket:
+            if e[0] is None:
+                e[0] = e[1].source.key(e[1].k)
+        if len(bucket) > 1:
+            first: dict[Any, list[Any]] = {}
+            for e in bucket:
+                first.setdefault(e[0], e)
+            bucket[:] = list(first.values())
+    for e in bucket:
+        if e[0] == key:
+            if type(e[1]) is Deferred:
+                e[1] = e[1].source.piece(e[1].k)
+            return e[1]  # type: ignore[no-any-return]
+    return None
+
+
+def filed_pieces(cache: GraphCache) -> list[Piece]:
+    """Every piece the cache holds for a layer's supports (split out where deferred)."""
+    out = []
+    for key in cache.keys():
+        if key.transform == TRANSFORM:
+            for e in cache.lookup([key])[0]:
+                if type(e[1]) is Deferred:
+                    if e[0] is None:  # (its key is made from the batch's edges, not the piece)
+                        e[0] = e[1].source.key(e[1].k)
+                    e[1] = e[1].source.piece(e[1].k)
+                out.append(e[1])
+    return out
+
+
+def cache_keys(fingerprints: Sequence[Any], params: tuple[Any, ...]) -> list[CacheKey]:
     """The layer's cache keys of the graphs (``tuple.__new__``: a named tuple's own
     constructor costs ~2× this, 128 times a batch)."""
     new = tuple.__new__
@@ -155,7 +286,8 @@ class Unsplit:
     """The supports of one computed batch, split into its graphs' pieces when one of them is
     first met again (all of them at once, :func:`split_many`), not when the batch is computed:
     a batch of new graphs pays no split, a stream of graphs that never come back (inference)
-    none at all, and a training epoch pays it once per batch, in the next epoch."""
+    none at all, and a training epoch pays it once per batch, in the next epoch. The graphs'
+    exact keys likewise (``keys()``: all of them, made when first asked for)."""
 
     def __init__(
         self,
@@ -163,12 +295,15 @@ class Unsplit:
         ptr: np.ndarray,
         ks: Sequence[int],
         on_edges: Sequence[bool] = (),
+        keys: Callable[[], list[Any]] | None = None,
     ) -> None:
         self._supports: Sequence[Csr] | None = supports
         self._ptr = ptr
         self._ks = list(ks)
         self._on_edges = tuple(on_edges)
         self._pieces: dict[int, Piece] = {}
+        self._keyer = keys
+        self._keys: list[Any] | None = None
 
     def piece(self, k: int) -> Piece:
         if self._supports is not None:
@@ -177,26 +312,21 @@ class Unsplit:
             self._supports = None  # the batch's arrays are let go: the pieces are copies
         return self._pieces[k]
 
+    def key(self, k: int) -> Any:
+        """Graph ``k``'s exact key (:func:`graph_keys`)."""
+        if self._keys is None:
+            if self._keyer is None:
+                raise MatlangError("internal: a filed batch without its edges' keys")
+            self._keys = self._keyer()
+            self._keyer = None  # the edges are let go
+        return self._keys[k]
+
 
 class Deferred(NamedTuple):
     """A cache entry: graph ``k`` of a computed batch, not split out yet (:class:`Unsplit`)."""
 
     source: Unsplit
     k: int
-
-
-def resolved(
-    pieces: list[Piece | Deferred], keys: list[CacheKey], cache: GraphCache
-) -> list[Piece]:
-    """``pieces`` with every deferred entry split out (and filed again as its piece, so that
-    the entry no longer holds its batch)."""
-    out: list[Piece] = []
-    for key, p in zip(keys, pieces):
-        if type(p) is Deferred:
-            p = p.source.piece(p.k)
-            cache.store(key, p)
-        out.append(p)  # type: ignore[arg-type]
-    return out
 
 
 class RowMajor(NamedTuple):
@@ -217,17 +347,18 @@ class Seen(NamedTuple):
 
 
 def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]) -> Seen | None:
-    """The graphs' cache keys, their first nodes, every graph's entry when all of the
-    unvalidated batch ``b`` are filed (``None`` in their place otherwise: the caller validates,
-    computes and files under these keys, handing :func:`cached_supports` the entries looked up
-    here), and the batch's edges row-major (when all are
-    filed; ``None`` otherwise); ``None`` when the
-    checks below fail (the keys of such a batch are taken from its coalesced edges after
-    validation).
+    """The graphs' cache keys (their signatures, :func:`graph_signatures`), their first
+    nodes, every graph's entry when all of the unvalidated batch ``b`` are filed (``None`` in
+    their place otherwise: the caller validates, computes and files under these keys, handing
+    :func:`cached_supports` the entries looked up here), and the batch's edges row-major (when
+    all are filed; ``None`` otherwise); ``None`` when the checks below fail (the keys of such
+    a batch are taken from its coalesced edges after validation). The graphs' exact keys are
+    made only when every signature is filed: a batch with a new graph makes none.
 
-    Entries are filed only for graphs of validated batches, under :func:`graph_keys` of
-    ``n`` and their local edges (the bytes themselves for graphs of at most 256 nodes, their
-    sha256 otherwise). So a graph whose key is a filed graph's is that graph, valid (symmetric,
+    Entries are filed only for graphs of validated batches, told apart within a signature's
+    entry by :func:`graph_keys` of ``n`` and their local edges (the bytes themselves for graphs
+    of at most 256 nodes, their sha256 otherwise). So a graph whose exact key is a filed
+    graph's is that graph, valid (symmetric,
     no self-loop, no repeat) — provided the bytes keyed are its edges: ids in range, the edge
     list sorted row-major without repeats (so each graph's edges are one contiguous run), and
     each column within its row's graph (no edge between graphs, and local ids below ``n``, as
@@ -277,31 +408,45 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
         b.remember("row_pointers", indptr, fp)
     b.remember("scanned", row_major, fp)
     bounds = indptr[ptr]  # graph k's edges: bounds[k]:bounds[k + 1]
+    keys = cache_keys(graph_signatures(ptr, bounds, cols), params)
+    looked = cache.lookup(keys)
+    if any(p is MISSING for p in looked):
+        # a new graph: the caller validates and computes (no exact key, no CSR of A needed)
+        return Seen(keys, ptr, None, None, looked)
+    exact = row_major_keys(ptr, node_graph, indptr, bounds, cols)
+    pieces = matched(looked, exact, cache)
+    if pieces is None:  # a graph that shares a filed graph's signature only
+        return Seen(keys, ptr, None, None, looked)
+    a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
+    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
+    return Seen(keys, ptr, pieces, a, looked)
+
+
+def row_major_keys(
+    ptr: np.ndarray,
+    node_graph: np.ndarray,
+    indptr: np.ndarray,
+    bounds: np.ndarray,
+    cols: np.ndarray,
+) -> list[str | bytes]:
+    """The graphs' exact keys (:func:`graph_keys`, the same as :func:`edge_keys`) from the
+    CSR of their row-major edges (``indptr``, ``cols``; ``bounds``: each graph's first edge)."""
+    n = int(ptr[-1])
     sizes = np.diff(ptr)
-    fps: list[str | bytes]
-    if int(sizes.max()) <= 256:  # the edges as graph_keys reads them: one byte an id
+    counts = np.diff(indptr)
+    node_start = ptr[node_graph]
+    if int(sizes.max(initial=0)) <= 256:  # the edges as graph_keys reads them: one byte an id
         # ids mod 256: a local id is below 256, so the difference of wrapped ids is exact
         pairs = np.empty((cols.size, 2), dtype=np.uint8)
-        node_start = ptr[node_graph]
         pairs[:, 0] = np.repeat((np.arange(n) - node_start).astype(np.uint8), counts)
         local_cols = pairs[:, 1]
         local_cols[...] = cols
         # each edge's graph's first node: one run a graph (not one a node, as for the rows)
         local_cols -= np.repeat(ptr[:-1].astype(np.uint8), np.diff(bounds))
-        fps = list(small_graph_keys(sizes, bounds, pairs))
-    else:
-        node_start = ptr[node_graph]
-        starts = np.repeat(node_start, counts)
-        local_rows = np.repeat(np.arange(n) - node_start, counts)
-        fps = graph_keys(sizes, bounds, local_rows, cols - starts)
-    keys = cache_keys(fps, params)
-    looked = cache.lookup(keys)
-    if any(p is MISSING for p in looked):
-        # a new graph: the caller validates and computes (no CSR of A needed)
-        return Seen(keys, ptr, None, None, looked)
-    a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
-    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
-    return Seen(keys, ptr, resolved(looked, keys, cache), a, looked)
+        return list(small_graph_keys(sizes, bounds, pairs))
+    starts = np.repeat(node_start, counts)
+    local_rows = np.repeat(np.arange(n) - node_start, counts)
+    return graph_keys(sizes, bounds, local_rows, cols - starts)
 
 
 def sorted_row_pointers(row: Tensor, rows: np.ndarray, n: int) -> np.ndarray:
@@ -391,7 +536,13 @@ __all__ = [
     "batch_fingerprints",
     "graph_keys",
     "cached_supports",
-    "resolved",
+    "edge_keys",
+    "file_batch",
+    "filed_pieces",
+    "find",
+    "graph_signatures",
+    "matched",
+    "row_major_keys",
     "Seen",
     "seen_graphs",
     "split",

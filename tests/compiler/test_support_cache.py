@@ -355,17 +355,35 @@ def test_an_unsorted_batch_is_sorted_once_seen_or_new(monkeypatch: pytest.Monkey
     assert stage.computed == 2 and len(stage.cache) == 3
 
 
+def _row_major_keys(b: Batch) -> list:
+    """The exact keys the look for seen graphs makes of a coalesced batch."""
+    rows, cols = b.edge_index[0].numpy(), b.edge_index[1].numpy()
+    ptr = b.ptr.numpy()
+    indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1))
+    return sc.row_major_keys(ptr, b.batch.numpy(), indptr, indptr[ptr], cols)
+
+
 def test_a_small_graphs_key_is_its_own_edges_the_same_on_both_paths() -> None:
-    """A graph of at most 256 nodes is filed under ``n`` and its local edges as bytes (an
-    exact key: equal only for the same graph); the look for seen graphs and the computed path
-    make the same keys, whatever else is in the batch; a batch with a larger graph falls back
-    to sha256 fingerprints."""
+    """A graph of at most 256 nodes is told apart by ``n`` and its local edges as bytes (an
+    exact key: equal only for the same graph); the look for seen graphs, the computed path and
+    a filed batch make the same keys, whatever else is in the batch; a batch with a larger
+    graph falls back to sha256 fingerprints. The entries are filed under signatures (nodes,
+    edges, sum of local columns), the same on both paths."""
     b = _batch(["K4", "cycle5", "petersen"])
     hit = seen_graphs(Batch.from_edge_index(*_fresh(b), num_nodes=b.num_nodes), GraphCache(), ())
     assert hit is not None
-    looked = [k.graph for k in hit[0]]
+    assert [k.graph for k in hit[0]] == [(4, 12, 18), (5, 10, 20), (10, 30, 135)]
+    rows, cols = b.edge_index[0].numpy(), b.edge_index[1].numpy()
+    ptr = b.ptr.numpy()
+    assert sc.graph_signatures(ptr, np.searchsorted(rows, ptr), cols) == [k.graph for k in hit[0]]
+    looked = _row_major_keys(b)
     computed, _ = sc.batch_fingerprints(b, b.edge_index)
     assert looked == computed
+    sup = st.Stage.lowered("supports", ["A ⊙ A²"], level="matrix").supports(
+        *_fresh(b), b.num_nodes
+    )
+    source = sc._csr_keyer(sup.rowptrs[0], sup.cols[0], ptr)
+    assert source() == computed
     k4 = named("K4")
     ei = np.asarray(k4.edge_index)
     assert looked[0] == b"4;" + np.stack([ei[0], ei[1]], 1).astype(np.uint8).tobytes()
@@ -493,8 +511,8 @@ def test_a_support_on_the_edges_is_filed_as_its_values_only() -> None:
     assert stage.on_edges == (True, False)
     first = _batch(GRAPHS)
     stage.supports(*_fresh(first), first.num_nodes)
-    keys = [k for k in stage.cache.keys() if k.transform == sc.TRANSFORM]
-    pieces = sc.resolved(stage.cache.lookup(keys), keys, stage.cache)
+    pieces = sc.filed_pieces(stage.cache)
+    assert len(pieces) == len(GRAPHS)
     for piece in pieces:
         assert piece.counts[0] is None and piece.cols[0] is None
         assert piece.counts[1] is not None and piece.cols[1] is not None
@@ -548,3 +566,88 @@ def test_cached_supports_assembles_a_support_on_the_edges_from_the_batchs_edges(
         assert torch.equal(got[s][1], want.cols[s])
         assert torch.equal(got[s][2], want.vals[s])
     assert got[0][1]._base is None  # a copy of the columns, never a view of the edges
+
+
+def _graph_batch(graphs: list) -> Batch:
+    return Batch.from_graphs(graphs, dtype=torch.float64)
+
+
+def _oracle_of(text: str, graphs: list, b: Batch) -> np.ndarray:
+    """``text`` on the batch of ``graphs``, block by block, by the dense evaluator."""
+    whole = np.zeros((b.num_nodes, b.num_nodes))
+    ptr = b.ptr.tolist()
+    for k, g in enumerate(graphs):
+        lo, hi = ptr[k], ptr[k + 1]
+        whole[lo:hi, lo:hi] = np.asarray(matlang.evaluate(text, g), dtype=np.float64)
+    return whole
+
+
+def test_graphs_that_share_a_signature_are_told_apart_by_their_exact_keys() -> None:
+    """The paths 0-1-2-3 and 0-2-1-3 have the same signature (4 nodes, 6 entries, local
+    columns summing to 9) but are other labelled graphs with other supports: the second is
+    computed, not served the first's entry, and both are then assembled from one entry, each
+    its own, equal to the dense evaluator."""
+    from matlang.graphs import from_edge_index
+
+    def path(order: list[int]) -> matlang.graphs.Graph:
+        e = [(order[i], order[i + 1]) for i in range(3)]
+        src, dst = [u for u, _ in e], [v for _, v in e]
+        ei = np.array([src + dst, dst + src])
+        return from_edge_index(ei, 4)
+
+    p, q = path([0, 1, 2, 3]), path([0, 2, 1, 3])
+    texts = ["A ⊙ A²", "diag(A 𝟏) A", "A³ ⊙ I"]
+    stage = st.Stage.lowered("supports", texts, level="matrix")
+    first = _graph_batch([p])
+    stage.supports(*_fresh(first), first.num_nodes)
+    second = _graph_batch([q])
+    got = _dense(stage.supports(*_fresh(second), second.num_nodes))
+    for s, text in enumerate(texts):
+        np.testing.assert_array_equal(got[s], _oracle_of(text, [q], second), err_msg=text)
+    (key,) = stage.cache.keys()
+    assert key.graph == (4, 6, 9)
+    both = _graph_batch([q, p, q])
+    with pytest.MonkeyPatch.context() as mp:  # assembled: nothing is materialised
+        mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
+        got = _dense(stage.supports(*_fresh(both), both.num_nodes))
+    for s, text in enumerate(texts):
+        np.testing.assert_array_equal(got[s], _oracle_of(text, [q, p, q], both), err_msg=text)
+    assert len(stage.cache.lookup([key])[0]) == 2  # one entry: both graphs, each once
+
+
+def test_a_batch_of_new_graphs_makes_no_exact_key_and_a_graph_filed_twice_is_kept_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch with a graph whose signature is not filed is computed and filed without making
+    any graph's exact key (the keys are made when a graph is met again); a filed graph in a
+    batch with a new one is filed again, and the repeat is dropped when the keys are made."""
+    stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
+    made = [0]
+    real_row, real_edge = sc.row_major_keys, sc.edge_keys
+
+    def counted(real):  # type: ignore[no-untyped-def]
+        def f(*a):  # type: ignore[no-untyped-def]
+            made[0] += 1
+            return real(*a)
+
+        return f
+
+    monkeypatch.setattr(sc, "row_major_keys", counted(real_row))
+    monkeypatch.setattr(sc, "edge_keys", counted(real_edge))
+    a = _batch(["K4", "cycle5"])
+    stage.supports(*_fresh(a), a.num_nodes)
+    b = _batch(["K4", "petersen"])  # petersen is new: K4 is filed a second time
+    stage.supports(*_fresh(b), b.num_nodes)
+    assert made[0] == 0
+    (k4_key,) = [k for k in stage.cache.keys() if k.graph == (4, 12, 18)]
+    assert len(stage.cache.lookup([k4_key])[0]) == 2
+    c = _batch(["petersen", "K4", "cycle5"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
+        got = _dense(stage.supports(*_fresh(c), c.num_nodes))
+    assert made[0] > 0
+    assert len(stage.cache.lookup([k4_key])[0]) == 1  # the repeat dropped
+    for s, text in enumerate(SUPPORTS):
+        np.testing.assert_array_equal(
+            got[s], _oracle(text, ["petersen", "K4", "cycle5"], c), err_msg=text
+        )
