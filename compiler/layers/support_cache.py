@@ -230,13 +230,20 @@ def matched(
     under their signatures), split out of their batches where still deferred; ``None`` when
     one is not filed (counted as a miss instead of the hit its signature gave)."""
     out: list[Piece] = []
+    append = out.append
     for bucket, key in zip(buckets, exact):
+        if len(bucket) == 1:  # nearly always: one graph a signature, its piece split out
+            e = bucket[0]
+            value = e[1]
+            if e[0] == key and type(value) is Piece:
+                append(value)
+                continue
         piece = find(bucket, key)
         if piece is None:
             cache.hits -= 1
             cache.misses += 1
             return None
-        out.append(piece)
+        append(piece)
     return out
 
 
@@ -244,21 +251,30 @@ def find(bucket: Bucket, key: Any) -> Piece | None:
     """The piece filed under exact ``key`` in ``bucket`` (split out and kept as a piece if
     deferred), ``None`` if there is none. Exact keys not made yet are made first (a batch's
     all at once, :meth:`Unsplit.key`), and a graph filed twice keeps its first entry."""
-    if any(e[0] is None for e in bucket):
-        for e in bucket:
-            if e[0] is None:
-                e[0] = e[1].source.key(e[1].k)
-        if len(bucket) > 1:
-            first: dict[Any, list[Any]] = {}
-            for e in bucket:
-                first.setdefault(e[0], e)
-            bucket[:] = list(first.values())
+    for e in bucket:
+        if e[0] is None:
+            _make_keys(bucket)
+            break
     for e in bucket:
         if e[0] == key:
-            if type(e[1]) is Deferred:
-                e[1] = e[1].source.piece(e[1].k)
-            return e[1]  # type: ignore[no-any-return]
+            value = e[1]
+            if type(value) is Deferred:
+                value = e[1] = value.source.piece(value.k)
+            return value  # type: ignore[no-any-return]
     return None
+
+
+def _make_keys(bucket: Bucket) -> None:
+    """Make the exact keys of ``bucket``'s entries that have none, and drop the repeats (the
+    first entry filed under a key keeps it)."""
+    for e in bucket:
+        if e[0] is None:
+            e[0] = e[1].source.key(e[1].k)
+    if len(bucket) > 1:
+        first: dict[Any, list[Any]] = {}
+        for e in bucket:
+            first.setdefault(e[0], e)
+        bucket[:] = list(first.values())
 
 
 def filed_pieces(cache: GraphCache) -> list[Piece]:
@@ -266,10 +282,10 @@ def filed_pieces(cache: GraphCache) -> list[Piece]:
     out = []
     for key in cache.keys():
         if key.transform == TRANSFORM:
-            for e in cache.lookup([key])[0]:
+            bucket = cache.lookup([key])[0]
+            _make_keys(bucket)  # (from the batches' edges: before their pieces are split out)
+            for e in bucket:
                 if type(e[1]) is Deferred:
-                    if e[0] is None:  # (its key is made from the batch's edges, not the piece)
-                        e[0] = e[1].source.key(e[1].k)
                     e[1] = e[1].source.piece(e[1].k)
                 out.append(e[1])
     return out
