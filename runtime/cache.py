@@ -5,9 +5,10 @@ codec that splits a batch's result into its graphs' pieces and assembles a batch
   bounded store owned by its user (a compiled module, a layer's stage, a model, a transform).
   An entry is filed under a :class:`CacheKey`: the user's name for what it computes, the
   graph's fingerprint (:func:`graph_fingerprint`: sha256 of ``n``, the bytes of its local
-  ``edge_index`` and of its edge weights; a layer's supports file small unweighted graphs
-  under those bytes themselves, :func:`~runtime.local_graphs.small_graph_keys`) and *every*
-  parameter the result depends on, so a changed parameter can never read a stale entry.
+  ``edge_index`` and of its edge weights; a layer's supports file graphs under a cheap
+  signature and tell those that share one apart by their edges,
+  :mod:`compiler.layers.support_cache`) and *every* parameter the result depends on, so a
+  changed parameter can never read a stale entry.
 * :class:`BatchMemo`: a batch object seen before gets its assembled result back after an
   exact comparison of its arrays with the ones it had (the cache's one whole-batch memo).
 * The codec (:func:`split_block`, :func:`split_blocks`, :func:`concat_blocks`): every result
@@ -51,8 +52,8 @@ class CacheKey(NamedTuple):
     tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
 
     transform: str
-    # a fingerprint, a small graph's exact key (local_graphs.small_graph_keys), or a
-    # signature (nodes, edges, sum of local columns) of a layer's support cache
+    # a fingerprint, or a signature (nodes, edges, sum of local columns) in a layer's
+    # support cache (compiler.layers.support_cache)
     graph: str | bytes | tuple[int, int, int]
     params: tuple[tuple[str, Any], ...]
 

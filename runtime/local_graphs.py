@@ -156,26 +156,6 @@ def byte_pair_fingerprints(sizes: np.ndarray, bounds: np.ndarray, pairs: Any) ->
     ]
 
 
-def small_graph_keys(sizes: np.ndarray, bounds: np.ndarray, pairs: Any) -> list[bytes]:
-    """Exact keys of unweighted graphs of at most 256 nodes, laid out as for
-    :func:`byte_pair_fingerprints`: ``n`` and the graph's local edges as byte pairs, the bytes
-    themselves rather than their digest. Two graphs share a key only when they are the same
-    graph (same ``n``, same edges in the same order: no collision to rule out), and a batch's
-    keys cost a fifth of its digests (~0.35 µs a graph of 25 nodes against ~1.6 µs). For a
-    per-graph cache's keys (:mod:`compiler.layers.support_cache`), where the entry (a few
-    times these bytes) outweighs the key."""
-    whole = bytes(_flat_bytes(pairs))  # one copy; then each key a prefix and a slice of it
-    b = (2 * np.asarray(bounds, dtype=np.int64)).tolist()
-    prefixes: dict[int, bytes] = {}
-    out = []
-    for n, a, z in zip(np.asarray(sizes).tolist(), b[:-1], b[1:]):
-        prefix = prefixes.get(n)
-        if prefix is None:
-            prefix = prefixes[n] = b"%d;" % n
-        out.append(prefix + whole[a:z])
-    return out
-
-
 #: Edges hashed per buffer by :func:`graph_fingerprints` (a few MB, whatever the batch).
 FINGERPRINT_CHUNK = 1 << 18
 

@@ -28,12 +28,15 @@ serves the graphs it has) and its graphs filed, to be split into their entries w
 again.
 
 The entries are filed under each graph's signature (nodes, edges, the sum of its local column
-ids: one pass over a batch's edges, :func:`graph_signatures`), and within a signature's entry
-(a :data:`Bucket`, nearly always of one graph) told apart by the graph's exact key (its local
-edges as bytes, :func:`graph_keys`). The exact keys of a computed batch are made only when one
-of its graphs' signatures is met again (:meth:`Unsplit.key`), so a batch of new graphs — every
-batch of an inference stream, the first epoch of a training run — makes none: at 128 graphs of
-25 nodes they were about a tenth of a new batch's forward and backward.
+ids: one pass over a batch's edges, :func:`graph_signatures`), and a graph met again is its
+filed piece when their edges are the same (each piece keeps its graph's edges, row counts and
+local columns): for a batch whose signatures hold one graph each, one comparison of the
+batch's edges with the pieces' laid end to end (:func:`same_edges`); graphs that share a
+signature (a :data:`Bucket` of several) are told apart graph by graph. A batch of new graphs —
+every batch of an inference stream, the first epoch of a training run — makes no key of its
+edges beyond the signatures (the per-graph byte keys this replaced were about a tenth of a new
+batch's forward and backward at 128 graphs of 25 nodes), and a batch of graphs seen before
+compares arrays instead of making and hashing a key per graph.
 
 Only unweighted host batches are filed: a weighted ``A`` (an explainer's mask, learned weights)
 changes every step, and a device batch keeps its supports on the device.
@@ -55,10 +58,8 @@ from matlang.runtime.cache import (
     CacheKey,
     GraphCache,
     concat_blocks,
-    graph_fingerprints,
     split_blocks,
 )
-from matlang.runtime.local_graphs import pair_bytes, small_graph_keys
 from matlang.runtime.validate import canonical_rows, sort_rows_host, strictly_increasing_rows
 
 #: The transform's name in cache keys.
@@ -76,46 +77,13 @@ class Piece(NamedTuple):
     cols: tuple[np.ndarray | None, ...]  # each support's column ids
     vals: tuple[np.ndarray, ...]  # each support's values (float64)
     nnz: tuple[int, ...]  # entries of each support
+    #: the graph's edges: row counts and local column ids, row-major (what tells it from
+    #: another graph filed under its signature; ``None`` for a piece split without them)
+    edges: tuple[np.ndarray, np.ndarray] | None = None
 
 
 #: Every support of one batch: ``(rowptr, cols, values)`` torch tensors, global ids.
 Csr = tuple[Tensor, Tensor, Tensor]
-
-
-def graph_keys(
-    sizes: np.ndarray, bounds: np.ndarray, local_rows: np.ndarray, local_cols: np.ndarray
-) -> list[str | bytes]:
-    """The graphs' keys in the cache: for a batch of graphs of at most 256 nodes their exact
-    keys (:func:`~runtime.local_graphs.small_graph_keys`: ``n`` and the local edges as bytes),
-    else their fingerprints (:func:`~runtime.cache.graph_fingerprints`: sha256 of ``n`` and the
-    local edges); graph ``k``'s row-major local edges are ``bounds[k]:bounds[k + 1]``. Either
-    is the graph's own, never the batch's."""
-    if int(np.max(sizes, initial=0)) <= 256:
-        lo, hi = int(bounds[0]), int(bounds[-1])
-        return list(
-            small_graph_keys(sizes, bounds - lo, pair_bytes(local_rows, local_cols, lo, hi, 0))
-        )
-    return list(graph_fingerprints(sizes, bounds, local_rows, local_cols, None))
-
-
-def batch_fingerprints(b: Batch, edges: Tensor) -> tuple[list[str | bytes], np.ndarray]:
-    """The graphs' exact keys (:func:`graph_keys`) from the batch's coalesced ``edges`` (global
-    ids, row-major), and their first nodes. (A vectorised 128-bit hash of the edge sets, two
-    64-bit mixes summed per graph, measured no faster at 128 × ER(25).)"""
-    ptr = b.ptr.numpy()
-    return edge_keys(ptr, edges[0].numpy(), edges[1].numpy()), ptr
-
-
-def edge_keys(ptr: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[str | bytes]:
-    """The exact keys (:func:`graph_keys`) of the graphs laid out by ``ptr`` whose coalesced
-    edges (global ids, row-major) are ``rows``, ``cols``."""
-    bounds = np.searchsorted(rows, ptr)
-    if ptr.size == 2:
-        local_rows, local_cols = rows, cols
-    else:
-        starts = np.repeat(ptr[:-1], np.diff(bounds))
-        local_rows, local_cols = rows - starts, cols - starts
-    return graph_keys(np.diff(ptr), bounds, local_rows, local_cols)
 
 
 def graph_signatures(
@@ -124,8 +92,8 @@ def graph_signatures(
     """Each graph's signature, what its cache entry is filed under: its nodes, its edges and
     the sum of its edges' local column ids (one pass over the row-major ``cols``; graph ``k``'s
     edges are ``bounds[k]:bounds[k + 1]``). Cheap to make for a whole batch, and rarely shared
-    by two graphs; those that share one are told apart in the entry by their exact keys
-    (:class:`Bucket`), made only for graphs whose signature is filed."""
+    by two graphs; those that share one are told apart in the entry by their edges
+    (:data:`Bucket`)."""
     counts = np.diff(bounds)
     sums = np.zeros(counts.size, dtype=np.int64)
     full = np.flatnonzero(counts)
@@ -159,46 +127,31 @@ def cached_supports(
     if b.num_graphs == 0:
         return list(compute())
     ptr = b.ptr.numpy()
+    rows, cols = edges[0].numpy(), edges[1].numpy()
     if keys is None:
-        rows, cols = edges[0].numpy(), edges[1].numpy()
         keys = cache_keys(graph_signatures(ptr, np.searchsorted(rows, ptr), cols), params)
     if looked is None:
         looked = cache.lookup(keys)
         if not any(p is MISSING for p in looked):
-            pieces = matched(looked, batch_fingerprints(b, edges)[0], cache)
+            indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
+            pieces = matched(looked, ptr, indptr, cols, cache)
             if pieces is not None:
                 csr = structure() if structure is not None and any(on_edges) else None
                 return assemble(pieces, ptr, csr)
     supports = list(compute())
     if structure is not None:
-        rowptr, cols_t = structure()
-        keyer = _csr_keyer(rowptr, cols_t, ptr)
-    else:  # a copy: the entries must not hold the caller's edges (and the memo on them)
-        keyer = _edge_keyer(edges.numpy().copy(), ptr)
-    file_batch(cache, keys, looked, Unsplit(supports, ptr, range(len(keys)), on_edges, keyer))
+        edge_structure = structure()
+    else:  # copies: the entries must not hold the caller's edges (and the memo on them)
+        rowptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
+        edge_structure = (torch.from_numpy(rowptr), torch.from_numpy(cols.copy()))
+    source = Unsplit(supports, ptr, range(len(keys)), on_edges, edge_structure)
+    file_batch(cache, keys, looked, source)
     return supports
 
 
-def _csr_keyer(rowptr: Tensor, cols: Tensor, ptr: np.ndarray) -> Callable[[], list[Any]]:
-    """The exact keys of a batch's graphs from its edges' CSR, made when first asked for."""
-
-    def keys() -> list[Any]:
-        indptr = rowptr.numpy()
-        rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
-        return edge_keys(ptr, rows, cols.numpy())
-
-    return keys
-
-
-def _edge_keyer(e: np.ndarray, ptr: np.ndarray) -> Callable[[], list[Any]]:
-    """The exact keys of a batch's graphs from its coalesced edges, made when first asked for."""
-    return lambda: edge_keys(ptr, e[0], e[1])
-
-
 #: What the cache holds under a signature (:func:`graph_signatures`): the graphs filed under
-#: it, usually one, each ``[exact key, entry]`` — the key ``None`` until it is first needed
-#: (:meth:`Unsplit.key`: a batch of new graphs makes no exact key), the entry a :class:`Piece`
-#: or a :class:`Deferred` one.
+#: it, usually one, each a :class:`Piece` or a :class:`Deferred` one (a graph of a computed
+#: batch, not split out yet).
 Bucket = list
 
 
@@ -206,13 +159,12 @@ def file_batch(
     cache: GraphCache, keys: list[CacheKey], looked: list[Any], source: Unsplit
 ) -> None:
     """File every graph of a computed batch: a new entry under each signature not filed yet,
-    and the graph added (its exact key not made yet) to the entry of each signature that is
-    (a graph filed already is added again: :func:`matched` drops the repeat when it first
-    makes the keys)."""
+    and the graph added to the entry of each signature that is (a graph filed already is
+    added again: :func:`settle` drops the repeat when the entry is next read)."""
     new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
     fresh_keys, fresh = [], []
     for k, (key, bucket) in enumerate(zip(keys, looked)):
-        entry = [None, new(Deferred, (source, k))]
+        entry = new(Deferred, (source, k))
         if bucket is MISSING:
             bucket = [entry]
             looked[k] = bucket  # a signature twice in the batch: one entry
@@ -224,57 +176,88 @@ def file_batch(
 
 
 def matched(
-    buckets: Sequence[Bucket], exact: Sequence[Any], cache: GraphCache
+    buckets: Sequence[Bucket],
+    ptr: np.ndarray,
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    cache: GraphCache,
 ) -> list[Piece] | None:
-    """The filed piece of every graph (``exact``: their exact keys; ``buckets``: the entries
-    under their signatures), split out of their batches where still deferred; ``None`` when
-    one is not filed (counted as a miss instead of the hit its signature gave)."""
+    """The filed piece of every graph of a batch whose edges are the CSR ``indptr``, ``cols``
+    (row-major, global ids; ``buckets``: the entries under the graphs' signatures), or
+    ``None`` when one is not filed (counted as a miss instead of the hit its signature gave).
+
+    A graph is its filed piece when their edges are the same: for a batch whose every
+    signature holds one graph (nearly always) that is one comparison of the whole batch's
+    edges with the pieces' edges laid end to end (:func:`same_edges`); otherwise graph by
+    graph. Deferred entries are split out first (:func:`settle`)."""
+    pieces: list[Piece] = []
+    append = pieces.append
+    single = True
+    for bucket in buckets:
+        if len(bucket) != 1 or type(bucket[0]) is not Piece:
+            settle(bucket)
+            single = single and len(bucket) == 1
+        append(bucket[0])
+    if single and same_edges(pieces, ptr, indptr, cols):
+        return pieces
+    bounds = indptr[ptr].tolist()
+    starts = ptr.tolist()
     out: list[Piece] = []
-    append = out.append
-    for bucket, key in zip(buckets, exact):
-        if len(bucket) == 1:  # nearly always: one graph a signature, its piece split out
-            e = bucket[0]
-            value = e[1]
-            if e[0] == key and type(value) is Piece:
-                append(value)
-                continue
-        piece = find(bucket, key)
-        if piece is None:
+    for k, bucket in enumerate(buckets):
+        lo, hi = starts[k], starts[k + 1]
+        counts = np.diff(indptr[lo : hi + 1])
+        local = cols[bounds[k] : bounds[k + 1]] - lo
+        for piece in bucket:
+            if _edges_equal(piece.edges, counts, local):
+                out.append(piece)
+                break
+        else:
             cache.hits -= 1
             cache.misses += 1
             return None
-        append(piece)
     return out
 
 
-def find(bucket: Bucket, key: Any) -> Piece | None:
-    """The piece filed under exact ``key`` in ``bucket`` (split out and kept as a piece if
-    deferred), ``None`` if there is none. Exact keys not made yet are made first (a batch's
-    all at once, :meth:`Unsplit.key`), and a graph filed twice keeps its first entry."""
-    for e in bucket:
-        if e[0] is None:
-            _make_keys(bucket)
-            break
-    for e in bucket:
-        if e[0] == key:
-            value = e[1]
-            if type(value) is Deferred:
-                value = e[1] = value.source.piece(value.k)
-            return value  # type: ignore[no-any-return]
-    return None
+def same_edges(
+    pieces: Sequence[Piece], ptr: np.ndarray, indptr: np.ndarray, cols: np.ndarray
+) -> bool:
+    """Whether the pieces' edges, laid end to end with the graphs' offsets ``ptr``, are the
+    batch's CSR ``indptr``, ``cols``: each graph the piece's graph (the same signature gave
+    them the same node count)."""
+    counts = np.concatenate([p.edges[0] for p in pieces])  # type: ignore[index]
+    if counts.size != indptr.size - 1 or not np.array_equal(counts, np.diff(indptr)):
+        return False
+    nnz = [p.edges[1].size for p in pieces]  # type: ignore[index]
+    if sum(nnz) != cols.size:
+        return False
+    expected = np.repeat(ptr[:-1], nnz)
+    expected += np.concatenate([p.edges[1] for p in pieces])  # type: ignore[index]
+    return bool(np.array_equal(expected, cols))
 
 
-def _make_keys(bucket: Bucket) -> None:
-    """Make the exact keys of ``bucket``'s entries that have none, and drop the repeats (the
-    first entry filed under a key keeps it)."""
-    for e in bucket:
-        if e[0] is None:
-            e[0] = e[1].source.key(e[1].k)
+def _edges_equal(edges: Any, counts: np.ndarray, local: np.ndarray) -> bool:
+    return (
+        edges is not None
+        and np.array_equal(edges[0], counts)
+        and np.array_equal(edges[1], local)
+    )
+
+
+def settle(bucket: Bucket) -> None:
+    """Split out ``bucket``'s deferred entries (their batches' pieces, all at once) and drop
+    the repeats (a graph filed again keeps its first entry)."""
+    for i, e in enumerate(bucket):
+        if type(e) is Deferred:
+            bucket[i] = e.source.piece(e.k)
     if len(bucket) > 1:
-        first: dict[Any, list[Any]] = {}
-        for e in bucket:
-            first.setdefault(e[0], e)
-        bucket[:] = list(first.values())
+        kept: list[Piece] = []
+        for p in bucket:
+            if not any(
+                q.edges is not None and _edges_equal(p.edges, q.edges[0], q.edges[1])
+                for q in kept
+            ):
+                kept.append(p)
+        bucket[:] = kept
 
 
 def filed_pieces(cache: GraphCache) -> list[Piece]:
@@ -283,11 +266,8 @@ def filed_pieces(cache: GraphCache) -> list[Piece]:
     for key in cache.keys():
         if key.transform == TRANSFORM:
             bucket = cache.lookup([key])[0]
-            _make_keys(bucket)  # (from the batches' edges: before their pieces are split out)
-            for e in bucket:
-                if type(e[1]) is Deferred:
-                    e[1] = e[1].source.piece(e[1].k)
-                out.append(e[1])
+            settle(bucket)
+            out.extend(bucket)
     return out
 
 
@@ -302,8 +282,8 @@ class Unsplit:
     """The supports of one computed batch, split into its graphs' pieces when one of them is
     first met again (all of them at once, :func:`split_many`), not when the batch is computed:
     a batch of new graphs pays no split, a stream of graphs that never come back (inference)
-    none at all, and a training epoch pays it once per batch, in the next epoch. The graphs'
-    exact keys likewise (``keys()``: all of them, made when first asked for)."""
+    none at all, and a training epoch pays it once per batch, in the next epoch. ``edges``:
+    the batch's edges as CSR ``(rowptr, cols)``, split into each piece's edges."""
 
     def __init__(
         self,
@@ -311,31 +291,22 @@ class Unsplit:
         ptr: np.ndarray,
         ks: Sequence[int],
         on_edges: Sequence[bool] = (),
-        keys: Callable[[], list[Any]] | None = None,
+        edges: tuple[Tensor, Tensor] | None = None,
     ) -> None:
         self._supports: Sequence[Csr] | None = supports
         self._ptr = ptr
         self._ks = list(ks)
         self._on_edges = tuple(on_edges)
+        self._edges = edges
         self._pieces: dict[int, Piece] = {}
-        self._keyer = keys
-        self._keys: list[Any] | None = None
 
     def piece(self, k: int) -> Piece:
         if self._supports is not None:
-            pieces = split_many(self._supports, self._ptr, self._ks, self._on_edges)
+            pieces = split_many(self._supports, self._ptr, self._ks, self._on_edges, self._edges)
             self._pieces = dict(zip(self._ks, pieces))
-            self._supports = None  # the batch's arrays are let go: the pieces are copies
+            # the batch's arrays are let go: the pieces are copies
+            self._supports, self._edges = None, None
         return self._pieces[k]
-
-    def key(self, k: int) -> Any:
-        """Graph ``k``'s exact key (:func:`graph_keys`)."""
-        if self._keys is None:
-            if self._keyer is None:
-                raise MatlangError("internal: a filed batch without its edges' keys")
-            self._keys = self._keyer()
-            self._keyer = None  # the edges are let go
-        return self._keys[k]
 
 
 class Deferred(NamedTuple):
@@ -368,19 +339,18 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     their place otherwise: the caller validates, computes and files under these keys, handing
     :func:`cached_supports` the entries looked up here), and the batch's edges row-major (when
     all are filed; ``None`` otherwise); ``None`` when the checks below fail (the keys of such
-    a batch are taken from its coalesced edges after validation). The graphs' exact keys are
-    made only when every signature is filed: a batch with a new graph makes none.
+    a batch are taken from its coalesced edges after validation). The graphs' edges are
+    compared with the filed ones only when every signature is filed.
 
-    Entries are filed only for graphs of validated batches, told apart within a signature's
-    entry by :func:`graph_keys` of ``n`` and their local edges (the bytes themselves for graphs
-    of at most 256 nodes, their sha256 otherwise). So a graph whose exact key is a filed
-    graph's is that graph, valid (symmetric,
-    no self-loop, no repeat) — provided the bytes keyed are its edges: ids in range, the edge
+    Entries are filed only for graphs of validated batches, each with its edges (row counts
+    and local columns), under its signature. So a graph whose signature is filed and whose
+    edges are a filed graph's is that graph, valid (symmetric,
+    no self-loop, no repeat) — provided the CSR compared is its edges: ids in range, the edge
     list sorted row-major without repeats (so each graph's edges are one contiguous run), and
-    each column within its row's graph (no edge between graphs, and local ids below ``n``, as
-    the keys' narrow widths need). Those are checked here on the
-    CSR form: rows non-decreasing, then each row's columns strictly increasing (one pass each,
-    int32 where the edges came sorted), then each row's first and last columns inside its
+    each column within its row's graph (no edge between graphs, and local ids below ``n``).
+    Those are checked here on the
+    CSR form: rows non-decreasing, then each row's columns strictly increasing (one pass each),
+    then each row's first and last columns inside its
     graph (O(N), not O(E)). An edge list in another order (PyG's ``torch.cat([e, e.flip(0)],
     1)``) is sorted first: one counting sort (:func:`~runtime.validate.sort_rows_host`) more
     than a sorted one, no more. What was checked is handed on to the validation of a batch
@@ -427,42 +397,14 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     keys = cache_keys(graph_signatures(ptr, bounds, cols), params)
     looked = cache.lookup(keys)
     if any(p is MISSING for p in looked):
-        # a new graph: the caller validates and computes (no exact key, no CSR of A needed)
+        # a new graph: the caller validates and computes (nothing compared, no CSR of A)
         return Seen(keys, ptr, None, None, looked)
-    exact = row_major_keys(ptr, node_graph, indptr, bounds, cols)
-    pieces = matched(looked, exact, cache)
+    pieces = matched(looked, ptr, indptr, cols, cache)
     if pieces is None:  # a graph that shares a filed graph's signature only
         return Seen(keys, ptr, None, None, looked)
     a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
     a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
     return Seen(keys, ptr, pieces, a, looked)
-
-
-def row_major_keys(
-    ptr: np.ndarray,
-    node_graph: np.ndarray,
-    indptr: np.ndarray,
-    bounds: np.ndarray,
-    cols: np.ndarray,
-) -> list[str | bytes]:
-    """The graphs' exact keys (:func:`graph_keys`, the same as :func:`edge_keys`) from the
-    CSR of their row-major edges (``indptr``, ``cols``; ``bounds``: each graph's first edge)."""
-    n = int(ptr[-1])
-    sizes = np.diff(ptr)
-    counts = np.diff(indptr)
-    node_start = ptr[node_graph]
-    if int(sizes.max(initial=0)) <= 256:  # the edges as graph_keys reads them: one byte an id
-        # ids mod 256: a local id is below 256, so the difference of wrapped ids is exact
-        pairs = np.empty((cols.size, 2), dtype=np.uint8)
-        pairs[:, 0] = np.repeat((np.arange(n) - node_start).astype(np.uint8), counts)
-        local_cols = pairs[:, 1]
-        local_cols[...] = cols
-        # each edge's graph's first node: one run a graph (not one a node, as for the rows)
-        local_cols -= np.repeat(ptr[:-1].astype(np.uint8), np.diff(bounds))
-        return list(small_graph_keys(sizes, bounds, pairs))
-    starts = np.repeat(node_start, counts)
-    local_rows = np.repeat(np.arange(n) - node_start, counts)
-    return graph_keys(sizes, bounds, local_rows, cols - starts)
 
 
 def sorted_row_pointers(row: Tensor, rows: np.ndarray, n: int) -> np.ndarray:
@@ -479,22 +421,36 @@ def sorted_row_pointers(row: Tensor, rows: np.ndarray, n: int) -> np.ndarray:
 
 
 def split(
-    supports: Sequence[Csr], ptr: np.ndarray, k: int, on_edges: Sequence[bool] = ()
+    supports: Sequence[Csr],
+    ptr: np.ndarray,
+    k: int,
+    on_edges: Sequence[bool] = (),
+    edges: tuple[Tensor, Tensor] | None = None,
 ) -> Piece:
     """Graph ``k``'s blocks (local ids, copies: the entry outlives the batch)."""
-    return split_many(supports, ptr, [k], on_edges)[0]
+    return split_many(supports, ptr, [k], on_edges, edges)[0]
 
 
 def split_many(
-    supports: Sequence[Csr], ptr: np.ndarray, ks: Sequence[int], on_edges: Sequence[bool] = ()
+    supports: Sequence[Csr],
+    ptr: np.ndarray,
+    ks: Sequence[int],
+    on_edges: Sequence[bool] = (),
+    edges: tuple[Tensor, Tensor] | None = None,
 ) -> list[Piece]:
     """The blocks of graphs ``ks`` (see :func:`split`), each support's cut by the block codec
     of :mod:`runtime.cache` (:func:`~runtime.cache.split_blocks`: the row counts and local ids
     made once for the whole batch, then views) and its values copied once: each graph's piece
     is views (no copy and no conversion per graph: ~2 µs a graph). A support on the edge mask
-    (``on_edges[s]``) keeps its values only (see :class:`Piece`)."""
+    (``on_edges[s]``) keeps its values only (see :class:`Piece`). ``edges``: the batch's
+    edges as CSR ``(rowptr, cols)``, cut into each piece's ``edges`` by the same codec."""
     sizes = np.diff(ptr)
     width = np.int32 if int(sizes.max(initial=0)) <= np.iinfo(np.int32).max else np.int64
+    edge_blocks = (
+        None
+        if edges is None
+        else split_blocks(edges[0].numpy(), edges[1].numpy(), ptr, ks, width)
+    )
     parts = []
     for s, (rowptr, c, v) in enumerate(supports):
         indptr = rowptr.numpy()
@@ -513,6 +469,7 @@ def split_many(
                 tuple(b[1] for b, _ in blocks_i),
                 tuple(vals[b[2] : b[3]] for b, vals in blocks_i),
                 tuple(b[3] - b[2] for b, _ in blocks_i),
+                None if edge_blocks is None else edge_blocks[i][:2],
             )
         )
     return out
@@ -549,16 +506,13 @@ __all__ = [
     "assemble",
     "Deferred",
     "Unsplit",
-    "batch_fingerprints",
-    "graph_keys",
     "cached_supports",
-    "edge_keys",
     "file_batch",
     "filed_pieces",
-    "find",
+    "same_edges",
+    "settle",
     "graph_signatures",
     "matched",
-    "row_major_keys",
     "Seen",
     "seen_graphs",
     "split",

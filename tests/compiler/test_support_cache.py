@@ -355,20 +355,11 @@ def test_an_unsorted_batch_is_sorted_once_seen_or_new(monkeypatch: pytest.Monkey
     assert stage.computed == 2 and len(stage.cache) == 3
 
 
-def _row_major_keys(b: Batch) -> list:
-    """The exact keys the look for seen graphs makes of a coalesced batch."""
-    rows, cols = b.edge_index[0].numpy(), b.edge_index[1].numpy()
-    ptr = b.ptr.numpy()
-    indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1))
-    return sc.row_major_keys(ptr, b.batch.numpy(), indptr, indptr[ptr], cols)
-
-
-def test_a_small_graphs_key_is_its_own_edges_the_same_on_both_paths() -> None:
-    """A graph of at most 256 nodes is told apart by ``n`` and its local edges as bytes (an
-    exact key: equal only for the same graph); the look for seen graphs, the computed path and
-    a filed batch make the same keys, whatever else is in the batch; a batch with a larger
-    graph falls back to sha256 fingerprints. The entries are filed under signatures (nodes,
-    edges, sum of local columns), the same on both paths."""
+def test_the_signatures_are_the_same_on_both_paths_and_a_piece_keeps_its_graphs_edges() -> None:
+    """A graph is filed under its signature (nodes, edges, the sum of its local column ids),
+    the same from the look for seen graphs and from the computed path, whatever else is in the
+    batch; each filed piece keeps its graph's edges (row counts, local columns), and the
+    pieces laid end to end are the batch's edges."""
     b = _batch(["K4", "cycle5", "petersen"])
     hit = seen_graphs(Batch.from_edge_index(*_fresh(b), num_nodes=b.num_nodes), GraphCache(), ())
     assert hit is not None
@@ -376,25 +367,21 @@ def test_a_small_graphs_key_is_its_own_edges_the_same_on_both_paths() -> None:
     rows, cols = b.edge_index[0].numpy(), b.edge_index[1].numpy()
     ptr = b.ptr.numpy()
     assert sc.graph_signatures(ptr, np.searchsorted(rows, ptr), cols) == [k.graph for k in hit[0]]
-    looked = _row_major_keys(b)
-    computed, _ = sc.batch_fingerprints(b, b.edge_index)
-    assert looked == computed
-    sup = st.Stage.lowered("supports", ["A ⊙ A²"], level="matrix").supports(
-        *_fresh(b), b.num_nodes
-    )
-    source = sc._csr_keyer(sup.rowptrs[0], sup.cols[0], ptr)
-    assert source() == computed
-    k4 = named("K4")
-    ei = np.asarray(k4.edge_index)
-    assert looked[0] == b"4;" + np.stack([ei[0], ei[1]], 1).astype(np.uint8).tobytes()
     alone = _batch(["petersen"])
-    assert sc.batch_fingerprints(alone, alone.edge_index)[0] == [looked[2]]
-    assert len(set(looked)) == 3
-    big = Batch.from_graphs(
-        [named("K4"), matlang.graphs.from_edge_index(np.zeros((2, 0), np.int64), 300)]
-    )
-    keys, _ = sc.batch_fingerprints(big, big.edge_index)
-    assert all(isinstance(k, str) and len(k) == 64 for k in keys)
+    arows, acols = alone.edge_index[0].numpy(), alone.edge_index[1].numpy()
+    aptr = alone.ptr.numpy()
+    assert sc.graph_signatures(aptr, np.searchsorted(arows, aptr), acols) == [(10, 30, 135)]
+    stage = st.Stage.lowered("supports", ["A ⊙ A²"], level="matrix")
+    stage.supports(*_fresh(b), b.num_nodes)
+    pieces = sorted(sc.filed_pieces(stage.cache), key=lambda p: p.edges[0].size)
+    for piece, name in zip(pieces, ["K4", "cycle5", "petersen"]):
+        ei = np.asarray(named(name).edge_index)
+        counts = np.bincount(ei[0], minlength=piece.edges[0].size)
+        np.testing.assert_array_equal(piece.edges[0], counts)
+        np.testing.assert_array_equal(piece.edges[1], ei[1])
+    indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1))
+    assert sc.same_edges(pieces, ptr, indptr, cols)
+    assert not sc.same_edges(pieces[::-1], ptr, indptr, cols)
 
 
 @pytest.mark.parametrize(
@@ -582,7 +569,7 @@ def _oracle_of(text: str, graphs: list, b: Batch) -> np.ndarray:
     return whole
 
 
-def test_graphs_that_share_a_signature_are_told_apart_by_their_exact_keys() -> None:
+def test_graphs_that_share_a_signature_are_told_apart_by_their_edges() -> None:
     """The paths 0-1-2-3 and 0-2-1-3 have the same signature (4 nodes, 6 entries, local
     columns summing to 9) but are other labelled graphs with other supports: the second is
     computed, not served the first's entry, and both are then assembled from one entry, each
@@ -615,37 +602,39 @@ def test_graphs_that_share_a_signature_are_told_apart_by_their_exact_keys() -> N
     assert len(stage.cache.lookup([key])[0]) == 2  # one entry: both graphs, each once
 
 
-def test_a_batch_of_new_graphs_makes_no_exact_key_and_a_graph_filed_twice_is_kept_once(
+def test_a_batch_of_new_graphs_compares_nothing_and_a_graph_filed_twice_is_kept_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A batch with a graph whose signature is not filed is computed and filed without making
-    any graph's exact key (the keys are made when a graph is met again); a filed graph in a
-    batch with a new one is filed again, and the repeat is dropped when the keys are made."""
+    """A batch with a graph whose signature is not filed is computed and filed without
+    comparing any graph's edges or splitting anything (done when a graph is met again); a
+    filed graph in a batch with a new one is filed again, and the repeat is dropped when its
+    entry is next read."""
     stage = st.Stage.lowered("supports", SUPPORTS, level="matrix")
-    made = [0]
-    real_row, real_edge = sc.row_major_keys, sc.edge_keys
+    calls = {"same_edges": 0, "split_many": 0}
 
-    def counted(real):  # type: ignore[no-untyped-def]
+    def counted(name):  # type: ignore[no-untyped-def]
+        real = getattr(sc, name)
+
         def f(*a):  # type: ignore[no-untyped-def]
-            made[0] += 1
+            calls[name] += 1
             return real(*a)
 
         return f
 
-    monkeypatch.setattr(sc, "row_major_keys", counted(real_row))
-    monkeypatch.setattr(sc, "edge_keys", counted(real_edge))
+    for name in calls:
+        monkeypatch.setattr(sc, name, counted(name))
     a = _batch(["K4", "cycle5"])
     stage.supports(*_fresh(a), a.num_nodes)
     b = _batch(["K4", "petersen"])  # petersen is new: K4 is filed a second time
     stage.supports(*_fresh(b), b.num_nodes)
-    assert made[0] == 0
+    assert calls == {"same_edges": 0, "split_many": 0}
     (k4_key,) = [k for k in stage.cache.keys() if k.graph == (4, 12, 18)]
     assert len(stage.cache.lookup([k4_key])[0]) == 2
     c = _batch(["petersen", "K4", "cycle5"])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
         got = _dense(stage.supports(*_fresh(c), c.num_nodes))
-    assert made[0] > 0
+    assert calls["same_edges"] == 1 and calls["split_many"] == 2
     assert len(stage.cache.lookup([k4_key])[0]) == 1  # the repeat dropped
     for s, text in enumerate(SUPPORTS):
         np.testing.assert_array_equal(
