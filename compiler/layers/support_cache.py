@@ -28,7 +28,8 @@ serves the graphs it has) and its graphs filed, to be split into their entries w
 again.
 
 The entries are filed under each graph's signature (nodes, edges, the sum of its local column
-ids: one pass over a batch's edges, :func:`graph_signatures`), and a graph met again is its
+ids, a weighted sum of its degrees: one pass over a batch's edges and one over its nodes,
+:func:`graph_signatures`), and a graph met again is its
 filed piece when their edges are the same (each piece keeps its graph's edges, row counts and
 local columns): for a batch whose signatures hold one graph each, one comparison of the
 batch's edges with the pieces' laid end to end (:func:`same_edges`); graphs that share a
@@ -87,20 +88,33 @@ Csr = tuple[Tensor, Tensor, Tensor]
 
 
 def graph_signatures(
-    ptr: np.ndarray, bounds: np.ndarray, cols: np.ndarray
-) -> list[tuple[int, int, int]]:
-    """Each graph's signature, what its cache entry is filed under: its nodes, its edges and
-    the sum of its edges' local column ids (one pass over the row-major ``cols``; graph ``k``'s
-    edges are ``bounds[k]:bounds[k + 1]``). Cheap to make for a whole batch, and rarely shared
-    by two graphs; those that share one are told apart in the entry by their edges
-    (:data:`Bucket`)."""
+    ptr: np.ndarray, indptr: np.ndarray, cols: np.ndarray
+) -> list[tuple[int, int, int, int]]:
+    """Each graph's signature, what its cache entry is filed under, from the CSR of the
+    batch's row-major edges (``indptr``, ``cols``; graph ``k``'s nodes are
+    ``ptr[k]:ptr[k + 1]``): its nodes, its edges, the sum of its edges' local column ids (one
+    pass over ``cols``) and the sum over its nodes of the squared degree times the local id
+    plus one (one pass over the nodes). Cheap to make for a whole batch and rarely shared by
+    two graphs (a shared one costs a comparison graph by graph, :func:`matched`); graphs that
+    share one are told apart in the entry by their edges (:data:`Bucket`)."""
+    bounds = indptr[ptr]
     counts = np.diff(bounds)
-    sums = np.zeros(counts.size, dtype=np.int64)
+    g = counts.size
+    sums = np.zeros(g, dtype=np.int64)
     full = np.flatnonzero(counts)
     if full.size:  # segments from each non-empty graph's first edge to the next one's
         sums[full] = np.add.reduceat(cols, bounds[full])
     local = sums - counts * ptr[:-1]
-    return list(zip(np.diff(ptr).tolist(), counts.tolist(), local.tolist()))
+    sizes = np.diff(ptr)
+    degree = np.diff(indptr).astype(np.int64)  # (wrapping past 2⁶³ still gives one value)
+    weight = degree * degree
+    # each node's local id plus one: its id less its graph's first node, plus one
+    weight *= np.arange(1, degree.size + 1, dtype=np.int64) - np.repeat(ptr[:-1], sizes)
+    spread = np.zeros(g, dtype=np.int64)
+    nodes = np.flatnonzero(sizes)
+    if nodes.size:
+        spread[nodes] = np.add.reduceat(weight, ptr[nodes])
+    return list(zip(sizes.tolist(), counts.tolist(), local.tolist(), spread.tolist()))
 
 
 def cached_supports(
@@ -128,12 +142,15 @@ def cached_supports(
         return list(compute())
     ptr = b.ptr.numpy()
     rows, cols = edges[0].numpy(), edges[1].numpy()
+    indptr: np.ndarray | None = None
     if keys is None:
-        keys = cache_keys(graph_signatures(ptr, np.searchsorted(rows, ptr), cols), params)
+        indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
+        keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
     if looked is None:
         looked = cache.lookup(keys)
         if not any(p is MISSING for p in looked):
-            indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
+            if indptr is None:
+                indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
             pieces = matched(looked, ptr, indptr, cols, cache)
             if pieces is not None:
                 csr = structure() if structure is not None and any(on_edges) else None
@@ -162,17 +179,16 @@ def file_batch(
     and the graph added to the entry of each signature that is (a graph filed already is
     added again: :func:`settle` drops the repeat when the entry is next read)."""
     new = tuple.__new__  # (a named tuple's own constructor costs ~2× this, 128 times a batch)
-    fresh_keys, fresh = [], []
+    fresh: dict[CacheKey, Bucket] = {}  # a signature twice in the batch: one entry
     for k, (key, bucket) in enumerate(zip(keys, looked)):
         entry = new(Deferred, (source, k))
         if bucket is MISSING:
-            bucket = [entry]
-            looked[k] = bucket  # a signature twice in the batch: one entry
-            fresh_keys.append(key)
-            fresh.append(bucket)
-        else:
-            bucket.append(entry)
-    cache.store_many(fresh_keys, fresh, absent=True)
+            bucket = fresh.get(key)
+            if bucket is None:
+                fresh[key] = [entry]
+                continue
+        bucket.append(entry)
+    cache.store_many(list(fresh), list(fresh.values()), absent=True)
 
 
 def matched(
@@ -393,8 +409,7 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     if row_major:
         b.remember("row_pointers", indptr, fp)
     b.remember("scanned", row_major, fp)
-    bounds = indptr[ptr]  # graph k's edges: bounds[k]:bounds[k + 1]
-    keys = cache_keys(graph_signatures(ptr, bounds, cols), params)
+    keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
     looked = cache.lookup(keys)
     if any(p is MISSING for p in looked):
         # a new graph: the caller validates and computes (nothing compared, no CSR of A)
@@ -446,10 +461,13 @@ def split_many(
     edges as CSR ``(rowptr, cols)``, cut into each piece's ``edges`` by the same codec."""
     sizes = np.diff(ptr)
     width = np.int32 if int(sizes.max(initial=0)) <= np.iinfo(np.int32).max else np.int64
+    # a graph's edges in one byte an id where its nodes allow (no self-loop: a row holds at
+    # most n - 1 ≤ 255 of them): n + E bytes a graph of 256 nodes or fewer
+    edge_width = np.uint8 if int(sizes.max(initial=0)) <= 256 else width
     edge_blocks = (
         None
         if edges is None
-        else split_blocks(edges[0].numpy(), edges[1].numpy(), ptr, ks, width)
+        else split_blocks(edges[0].numpy(), edges[1].numpy(), ptr, ks, edge_width)
     )
     parts = []
     for s, (rowptr, c, v) in enumerate(supports):

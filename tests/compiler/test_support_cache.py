@@ -363,14 +363,18 @@ def test_the_signatures_are_the_same_on_both_paths_and_a_piece_keeps_its_graphs_
     b = _batch(["K4", "cycle5", "petersen"])
     hit = seen_graphs(Batch.from_edge_index(*_fresh(b), num_nodes=b.num_nodes), GraphCache(), ())
     assert hit is not None
-    assert [k.graph for k in hit[0]] == [(4, 12, 18), (5, 10, 20), (10, 30, 135)]
+    # K4: degrees 3 at local ids 0..3; cycle5: 2; petersen: 3 at 0..9
+    want = [(4, 12, 18, 9 * 10), (5, 10, 20, 4 * 15), (10, 30, 135, 9 * 55)]
+    assert [k.graph for k in hit[0]] == want
     rows, cols = b.edge_index[0].numpy(), b.edge_index[1].numpy()
     ptr = b.ptr.numpy()
-    assert sc.graph_signatures(ptr, np.searchsorted(rows, ptr), cols) == [k.graph for k in hit[0]]
+    indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1))
+    assert sc.graph_signatures(ptr, indptr, cols) == want
     alone = _batch(["petersen"])
     arows, acols = alone.edge_index[0].numpy(), alone.edge_index[1].numpy()
     aptr = alone.ptr.numpy()
-    assert sc.graph_signatures(aptr, np.searchsorted(arows, aptr), acols) == [(10, 30, 135)]
+    aindptr = np.searchsorted(arows, np.arange(alone.num_nodes + 1))
+    assert sc.graph_signatures(aptr, aindptr, acols) == [want[2]]
     stage = st.Stage.lowered("supports", ["A ⊙ A²"], level="matrix")
     stage.supports(*_fresh(b), b.num_nodes)
     pieces = sorted(sc.filed_pieces(stage.cache), key=lambda p: p.edges[0].size)
@@ -379,7 +383,6 @@ def test_the_signatures_are_the_same_on_both_paths_and_a_piece_keeps_its_graphs_
         counts = np.bincount(ei[0], minlength=piece.edges[0].size)
         np.testing.assert_array_equal(piece.edges[0], counts)
         np.testing.assert_array_equal(piece.edges[1], ei[1])
-    indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1))
     assert sc.same_edges(pieces, ptr, indptr, cols)
     assert not sc.same_edges(pieces[::-1], ptr, indptr, cols)
 
@@ -592,7 +595,7 @@ def test_graphs_that_share_a_signature_are_told_apart_by_their_edges() -> None:
     for s, text in enumerate(texts):
         np.testing.assert_array_equal(got[s], _oracle_of(text, [q], second), err_msg=text)
     (key,) = stage.cache.keys()
-    assert key.graph == (4, 6, 9)
+    assert key.graph == (4, 6, 9, 1 * 1 + 4 * 2 + 4 * 3 + 1 * 4)
     both = _graph_batch([q, p, q])
     with pytest.MonkeyPatch.context() as mp:  # assembled: nothing is materialised
         mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
@@ -600,6 +603,17 @@ def test_graphs_that_share_a_signature_are_told_apart_by_their_edges() -> None:
     for s, text in enumerate(texts):
         np.testing.assert_array_equal(got[s], _oracle_of(text, [q, p, q], both), err_msg=text)
     assert len(stage.cache.lookup([key])[0]) == 2  # one entry: both graphs, each once
+    # both new in one batch: filed in one entry, neither lost
+    fresh = st.Stage.lowered("supports", texts, level="matrix")
+    pair = _graph_batch([p, q])
+    fresh.supports(*_fresh(pair), pair.num_nodes)
+    assert len(fresh.cache) == 1 and len(fresh.cache.lookup(fresh.cache.keys())[0]) == 2
+    again = _graph_batch([q, p])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(api, "materialise", lambda *a: pytest.fail("materialised a cached graph"))
+        got = _dense(fresh.supports(*_fresh(again), again.num_nodes))
+    for s, text in enumerate(texts):
+        np.testing.assert_array_equal(got[s], _oracle_of(text, [q, p], again), err_msg=text)
 
 
 def test_a_batch_of_new_graphs_compares_nothing_and_a_graph_filed_twice_is_kept_once(
@@ -628,7 +642,7 @@ def test_a_batch_of_new_graphs_compares_nothing_and_a_graph_filed_twice_is_kept_
     b = _batch(["K4", "petersen"])  # petersen is new: K4 is filed a second time
     stage.supports(*_fresh(b), b.num_nodes)
     assert calls == {"same_edges": 0, "split_many": 0}
-    (k4_key,) = [k for k in stage.cache.keys() if k.graph == (4, 12, 18)]
+    (k4_key,) = [k for k in stage.cache.keys() if k.graph[:3] == (4, 12, 18)]
     assert len(stage.cache.lookup([k4_key])[0]) == 2
     c = _batch(["petersen", "K4", "cycle5"])
     with pytest.MonkeyPatch.context() as mp:
