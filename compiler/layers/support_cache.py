@@ -239,15 +239,24 @@ def same_edges(
 ) -> bool:
     """Whether the pieces' edges, laid end to end with the graphs' offsets ``ptr``, are the
     batch's CSR ``indptr``, ``cols``: each graph the piece's graph (the same signature gave
-    them the same node count)."""
+    them the same node count). The batch's columns must lie in their rows' graphs (checked
+    by the look for seen graphs, and by the validation of a computed batch): then, for graphs
+    of at most 256 nodes (pieces keep one byte an id), the local ids are compared as bytes —
+    a column less its graph's first node, both wrapped to a byte, is its local id."""
     counts = np.concatenate([p.edges[0] for p in pieces])  # type: ignore[index]
     if counts.size != indptr.size - 1 or not np.array_equal(counts, np.diff(indptr)):
         return False
-    nnz = [p.edges[1].size for p in pieces]  # type: ignore[index]
+    locals_ = [p.edges[1] for p in pieces]  # type: ignore[index]
+    nnz = [a.size for a in locals_]
     if sum(nnz) != cols.size:
         return False
+    local = np.concatenate(locals_)
+    if local.dtype == np.uint8:
+        got = cols.astype(np.uint8)  # wraps: ids mod 256
+        got -= np.repeat(ptr[:-1].astype(np.uint8), nnz)
+        return bool(np.array_equal(got, local))
     expected = np.repeat(ptr[:-1], nnz)
-    expected += np.concatenate([p.edges[1] for p in pieces])  # type: ignore[index]
+    expected += local
     return bool(np.array_equal(expected, cols))
 
 

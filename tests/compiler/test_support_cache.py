@@ -654,3 +654,30 @@ def test_a_batch_of_new_graphs_compares_nothing_and_a_graph_filed_twice_is_kept_
         np.testing.assert_array_equal(
             got[s], _oracle(text, ["petersen", "K4", "cycle5"], c), err_msg=text
         )
+
+
+@pytest.mark.parametrize("n", [5, 300], ids=["byte ids", "int32 ids"])
+def test_same_edges_tells_graphs_of_equal_degrees_apart(n: int) -> None:
+    """Two labelled cycles with the same degrees (all 2): the pieces split from a batch are
+    its edges laid end to end; swapped, their row counts agree and only the columns tell
+    them apart — on both paths of the comparison (one byte an id up to 256 nodes, int32
+    beyond)."""
+    from matlang.graphs import from_edge_index
+
+    def cycle(step: int) -> matlang.graphs.Graph:
+        order = [(i * step) % n for i in range(n)]
+        e = [(order[i], order[(i + 1) % n]) for i in range(n)]
+        src, dst = [u for u, _ in e], [v for _, v in e]
+        return from_edge_index(np.array([src + dst, dst + src]), n)
+
+    b = _graph_batch([cycle(1), cycle(2 if n % 2 else 7)])  # a step coprime with n
+    stage = st.Stage.lowered("supports", ["A ⊙ A²"], level="matrix")
+    sup = stage.supports(*_fresh(b), b.num_nodes)
+    ptr = b.ptr.numpy()
+    rowptr, cols = sup.rowptrs[0], sup.cols[0]
+    pieces = sc.split_many([(rowptr, cols, sup.vals[0])], ptr, [0, 1], [True], (rowptr, cols))
+    assert pieces[0].edges[1].dtype == (np.uint8 if n <= 256 else np.int32)
+    indptr = rowptr.numpy()
+    np.testing.assert_array_equal(pieces[0].edges[0], pieces[1].edges[0])  # same degrees
+    assert sc.same_edges(pieces, ptr, indptr, cols.numpy())
+    assert not sc.same_edges(pieces[::-1], ptr, indptr, cols.numpy())
