@@ -393,10 +393,10 @@ def test_the_signatures_are_the_same_on_both_paths_and_a_piece_keeps_its_graphs_
     ids=["all edgeless", "empty graphs among", "256 and 257 nodes"],
 )
 def test_unusual_batches_give_the_uncached_values_new_and_seen(sizes: list[int]) -> None:
-    """Batches without edges, with empty graphs, or with graphs on both sides of the byte keys'
-    256-node limit: the cached layer, on the batch new and then seen twice, gives what a layer
-    with a stage of its own (the same sentences written otherwise) gives, and each graph alone
-    gives its rows of the batch."""
+    """Batches without edges, with empty graphs, or with graphs on both sides of the filed
+    edges' one-byte limit (256 nodes): the cached layer, on the batch new and then seen twice,
+    gives what a layer with a stage of its own (the same sentences written otherwise) gives,
+    and each graph alone gives its rows of the batch."""
     pyg = pytest.importorskip("torch_geometric.data")
     from matlang.runtime.generators import erdos_renyi
 
