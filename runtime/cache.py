@@ -52,9 +52,9 @@ class CacheKey(NamedTuple):
     tuple: hashed and compared in C, a dataset's epoch looks up thousands)."""
 
     transform: str
-    # a fingerprint, or a signature (nodes, edges, sum of local columns) in a layer's
-    # support cache (compiler.layers.support_cache)
-    graph: str | bytes | tuple[int, int, int]
+    # a fingerprint, or a graph's signature in a layer's support cache
+    # (compiler.layers.support_cache.graph_signatures)
+    graph: str | bytes | tuple[int, ...]
     params: tuple[tuple[str, Any], ...]
 
 
@@ -103,19 +103,6 @@ class GraphCache:
                 found += 1
         self.hits += found
         self.misses += len(keys) - found
-        return out
-
-    def lookup_all(self, keys: list[CacheKey]) -> list[Any] | None:
-        """The entries under ``keys``, each counted as a hit, or ``None`` (nothing counted)
-        when one is absent: for callers that serve a batch whole or not at all."""
-        store = self._store
-        try:
-            out = [store[key] for key in keys]
-        except KeyError:
-            return None
-        for key in keys:
-            store.move_to_end(key)
-        self.hits += len(keys)
         return out
 
     def store_many(

@@ -245,8 +245,7 @@ def _is_batch_vector(v: Any, n: int, device: torch.device) -> bool:
     """Whether ``v`` (a given batch vector, checked by the rule) can serve as the batch's own:
     an int64 tensor of ``n`` entries on ``device``, laid out plainly."""
     return (
-        isinstance(v, torch.Tensor)
-        and type(v) is torch.Tensor
+        type(v) is torch.Tensor  # (not a subclass: it is kept as the batch's own)
         and v.dtype == torch.int64
         and v.device == device
         and v.dim() == 1

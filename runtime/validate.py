@@ -96,7 +96,7 @@ def valid_in_one_pass(
         if coalesced:
             indptr = b.recall("row_pointers", fp)  # a layer's look may have counted them
             if indptr is None:
-                indptr = row_pointers(row, n)
+                indptr = row_pointers(row, n, sorted_rows=True)
                 # the stage's edge mask has the same rows: not counted again
                 b.remember("row_pointers", indptr, fp)
             return symmetric_sorted(e, hw, n, indptr)
@@ -219,9 +219,12 @@ def sort_device(
     return skey, perm, tkey, t_perm
 
 
-def canonical_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
-    """:func:`strictly_increasing_rows` in one pass of scipy's kernel where it takes the arrays
-    (no E-long temporaries: ~3× faster on fresh arrays), else by numpy."""
+def strictly_increasing_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether the columns strictly increase within each row of a CSR (no repeat): one pass
+    of scipy's kernel where it takes the arrays (the same integer type; no E-long temporaries,
+    ~3× faster on fresh arrays), else by numpy."""
+    if cols.size < 2:
+        return True
     if indptr.dtype == cols.dtype and indptr.dtype in (np.int32, np.int64):
         try:
             from scipy.sparse._sparsetools import csr_has_canonical_format
@@ -229,13 +232,6 @@ def canonical_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
             return bool(csr_has_canonical_format(indptr.size - 1, indptr, cols))
         except (ImportError, TypeError, ValueError):  # no private module
             pass
-    return strictly_increasing_rows(indptr, cols)
-
-
-def strictly_increasing_rows(indptr: np.ndarray, cols: np.ndarray) -> bool:
-    """Whether the columns strictly increase within each row of a CSR (no repeat)."""
-    if cols.size < 2:
-        return True
     bad = cols[1:] <= cols[:-1]
     starts = indptr[1:-1]
     starts = starts[(starts > 0) & (starts < cols.size)]
@@ -322,10 +318,21 @@ def scan_edges(
     return coalesced, loops, crossing
 
 
-def row_pointers(row: np.ndarray, n: int) -> np.ndarray:
-    """CSR row pointers of sorted rows: int32 where every index fits (see
-    :func:`symmetric_sorted`), else int64."""
-    itype = np.int32 if max(n, row.size) < 2**31 - 1 else np.int64
+def row_pointers(
+    row: np.ndarray, n: int, dtype: Any = None, *, sorted_rows: bool = False
+) -> np.ndarray:
+    """CSR row pointers ``(n + 1,)`` of the entries of rows ``row`` once sorted by row, in
+    ``dtype`` (``None``: int32 where every index fits, see :func:`symmetric_sorted`, else
+    int64): a bincount, or where the rows are sorted already (``sorted_rows``) torch's one
+    linear pass over them where it has one (~0.6× a ``searchsorted`` of every row id)."""
+    itype = np.dtype(dtype or (np.int32 if max(n, row.size) < 2**31 - 1 else np.int64))
+    convert = getattr(torch, "_convert_indices_from_coo_to_csr", None)
+    if sorted_rows and convert is not None and itype in (np.int32, np.int64):
+        try:
+            out = convert(torch.from_numpy(row), n, out_int32=itype == np.int32).numpy()
+            return out  # type: ignore[no-any-return]
+        except (RuntimeError, TypeError):
+            pass
     indptr = np.zeros(n + 1, dtype=itype)
     np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
     return indptr
@@ -341,7 +348,7 @@ def symmetric_sorted(
     the rows' pointers (:func:`row_pointers`) where the caller counted them."""
     row, col = e[0], e[1]
     if indptr is None:
-        indptr = row_pointers(row, n)
+        indptr = row_pointers(row, n, sorted_rows=True)
     itype = indptr.dtype
     col = np.ascontiguousarray(col, dtype=itype)
     data = np.zeros(col.size, dtype=np.int8) if weight is None else np.ascontiguousarray(weight)

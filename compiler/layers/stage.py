@@ -116,7 +116,7 @@ class Stage:
     #: ``None``: supports computed on every new batch, as a benchmark's baseline
     cache: GraphCache | None = field(init=False, default_factory=GraphCache)
     _plain_kinds: list[str | None] | None = field(init=False, default=None)
-    _on_edges: tuple[bool, ...] | None = field(init=False, default=None)
+    _masks: tuple[tuple[bool, bool], ...] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         options = {"dense": self.dense, "level": self.level, **nonfinite_option(self.nonfinite)}
@@ -220,7 +220,7 @@ class Stage:
 
             def whole() -> list[Csr]:
                 out = []
-                for k, on_edges in zip(rest, self.on_edges):
+                for k, (on_edges, row_major) in zip(rest, self.masks):
                     # the sentence compiled once (per stage), materialised on every batch
                     m = self.module(k, torch.float64)
                     index, values = materialise(m, b)
@@ -231,7 +231,6 @@ class Stage:
                             out.append((rowptr, cols, values))
                             continue
                     # a row-major mask needs no sort and no check
-                    row_major = m.output_row_major()[0]
                     out.append(make_csr(index[0], index[1], values, n, row_major=row_major))
                 return out
 
@@ -298,19 +297,26 @@ class Stage:
         return hit
 
     @property
-    def on_edges(self) -> tuple[bool, ...]:
-        """For each computed support (not ``A`` or ``I``, in order): whether its mask is the
-        edges (``A ⊙ A²``), so that the per-graph cache files its values only and a batch
-        assembled from the cache takes the batch's own edges as its structure."""
-        hit = self._on_edges
+    def masks(self) -> tuple[tuple[bool, bool], ...]:
+        """For each computed support (not ``A`` or ``I``, in order), facts of its plan's mask:
+        whether it is the edges (``A ⊙ A²``: the per-graph cache files its values only, and a
+        batch assembled from the cache takes the batch's own edges as its structure), and
+        whether its entries come row-major (its CSR needs no sort and no check)."""
+        hit = self._masks
         if hit is None:
-            hit = tuple(
-                self.module(k, torch.float64).output_on_edges()[0]
+            modules = [
+                self.module(k, torch.float64)
                 for k, kind in enumerate(self.plain_kinds)
                 if kind is None
-            )
-            self._on_edges = hit
+            ]
+            hit = tuple((m.output_on_edges()[0], m.output_row_major()[0]) for m in modules)
+            self._masks = hit
         return hit
+
+    @property
+    def on_edges(self) -> tuple[bool, ...]:
+        """For each computed support: whether its mask is the edges (see :attr:`masks`)."""
+        return tuple(on for on, _ in self.masks)
 
     @property
     def symmetric_sentences(self) -> bool:

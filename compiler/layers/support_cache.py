@@ -61,7 +61,7 @@ from matlang.runtime.cache import (
     concat_blocks,
     split_blocks,
 )
-from matlang.runtime.validate import canonical_rows, sort_rows_host, strictly_increasing_rows
+from matlang.runtime.validate import row_pointers, sort_rows_host, strictly_increasing_rows
 
 #: The transform's name in cache keys.
 TRANSFORM = "layer.supports"
@@ -142,25 +142,31 @@ def cached_supports(
         return list(compute())
     ptr = b.ptr.numpy()
     rows, cols = edges[0].numpy(), edges[1].numpy()
-    indptr: np.ndarray | None = None
+    counted: list[np.ndarray] = []
+
+    def indptr() -> np.ndarray:
+        """The edges' row pointers, once (the validation's count where it made one)."""
+        if not counted:
+            known = b.row_pointers()
+            counted.append(
+                known if known is not None else row_pointers(rows, b.num_nodes, sorted_rows=True)
+            )
+        return counted[0]
+
     if keys is None:
-        indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
-        keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
+        keys = cache_keys(graph_signatures(ptr, indptr(), cols), params)
     if looked is None:
         looked = cache.lookup(keys)
         if not any(p is MISSING for p in looked):
-            if indptr is None:
-                indptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
-            pieces = matched(looked, ptr, indptr, cols, cache)
+            pieces = matched(looked, ptr, indptr(), cols, cache)
             if pieces is not None:
                 csr = structure() if structure is not None and any(on_edges) else None
                 return assemble(pieces, ptr, csr)
     supports = list(compute())
     if structure is not None:
         edge_structure = structure()
-    else:  # copies: the entries must not hold the caller's edges (and the memo on them)
-        rowptr = np.searchsorted(rows, np.arange(b.num_nodes + 1, dtype=np.int64))
-        edge_structure = (torch.from_numpy(rowptr), torch.from_numpy(cols.copy()))
+    else:  # a copy: the entries must not hold the caller's edges (and the memo on them)
+        edge_structure = (torch.from_numpy(indptr()), torch.from_numpy(cols.copy()))
     source = Unsplit(supports, ptr, range(len(keys)), on_edges, edge_structure)
     file_batch(cache, keys, looked, source)
     return supports
@@ -395,8 +401,8 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     if row_major:
         if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= n):
             return None
-        indptr = sorted_row_pointers(ei[0], rows, n)
-        row_major = canonical_rows(indptr, cols)
+        indptr = row_pointers(rows, n, np.int64, sorted_rows=True)
+        row_major = strictly_increasing_rows(indptr, cols)
     sorted_cols: np.ndarray | None = None
     if not row_major:  # rows out of order, or a row's columns: one counting sort
         if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
@@ -429,19 +435,6 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
     a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
     return Seen(keys, ptr, pieces, a, looked)
-
-
-def sorted_row_pointers(row: Tensor, rows: np.ndarray, n: int) -> np.ndarray:
-    """The CSR row pointers ``(n + 1,)`` int64 of sorted rows (``row`` as a tensor, ``rows``
-    as its int64 numpy array): torch's one linear pass where it has one (~0.6× numpy's
-    ``searchsorted`` of every row id), else that."""
-    convert = getattr(torch, "_convert_indices_from_coo_to_csr", None)
-    if convert is not None:
-        try:
-            return convert(row.to(torch.int64), n).numpy()  # type: ignore[no-any-return]
-        except (RuntimeError, TypeError):
-            pass
-    return np.searchsorted(rows, np.arange(n + 1, dtype=np.int64))
 
 
 def split(

@@ -16,7 +16,7 @@ from torch import Tensor
 from matlang.compiler.layers.support_cache import Csr
 from matlang.compiler.plan import OPS
 from matlang.runtime.batch import Batch
-from matlang.runtime.sparse import csr_matrix
+from matlang.runtime.sparse import csr_matrix, row_pointers
 
 
 class Supports:
@@ -104,14 +104,7 @@ def make_csr(rows: Tensor, cols: Tensor, vals: Tensor, n: int, *, row_major: boo
     not, unless the caller knows): the row pointers are a bincount."""
     if not row_major:
         rows, cols, vals = sort_row_major(rows, cols, vals, n)
-    return row_major_csr(_row_pointers(rows, n), cols, vals)
-
-
-def _row_pointers(rows: Tensor, n: int) -> Tensor:
-    """CSR row pointers ``(n + 1,)`` of sorted ``rows``: a bincount."""
-    rowptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=rowptr[1:])
-    return rowptr
+    return row_major_csr(row_pointers(rows, n), cols, vals)
 
 
 def edge_csr(b: Batch, edges: Tensor) -> tuple[Tensor, Tensor]:
@@ -124,7 +117,7 @@ def edge_csr(b: Batch, edges: Tensor) -> tuple[Tensor, Tensor]:
     if indptr is not None:
         rowptr = torch.from_numpy(indptr.astype(np.int64, copy=False)).to(edges.device)
     else:
-        rowptr = _row_pointers(edges[0], b.num_nodes)
+        rowptr = row_pointers(edges[0], b.num_nodes)
     rowptr, cols, _ = row_major_csr(rowptr, edges[1], edges[1], owner=b.edge_index)
     return rowptr, cols
 

@@ -135,3 +135,21 @@ def test_sort_rows_host_is_a_stable_row_major_sort(seed: int) -> None:
     np.testing.assert_array_equal(cols, col[order])
     counts = np.bincount(row, minlength=n)
     np.testing.assert_array_equal(indptr, np.concatenate([[0], np.cumsum(counts)]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_pointers_of_sorted_rows_equal_a_count(seed: int) -> None:
+    """Torch's linear pass over sorted rows (``sorted_rows=True``) gives the row pointers a
+    bincount gives, in the asked type, with empty rows first, between and last; the same
+    without the torch kernel."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    rows = np.sort(rng.integers(1, n, int(rng.integers(0, 300)))) if n > 1 else np.zeros(0, int)
+    want = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    for dtype, got_type in ((None, np.int32), (np.int64, np.int64)):
+        got = rv.row_pointers(rows.astype(np.int64), n, dtype, sorted_rows=True)
+        assert got.dtype == got_type
+        np.testing.assert_array_equal(got, want)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delattr(torch, "_convert_indices_from_coo_to_csr")
+        np.testing.assert_array_equal(rv.row_pointers(rows, n, sorted_rows=True), want)
