@@ -118,6 +118,47 @@ def test_gradients_reach_every_parameter_and_the_input() -> None:
     assert torch.autograd.gradcheck(lambda t: small(t, b.edge_index, b.batch), (xs,))
 
 
+@pytest.mark.parametrize("d", [2, 4])  # d ≤ out: supports first (support_mix); d > out: x W_s
+def test_product_term_equals_its_formula_with_every_gradient(d: int) -> None:
+    """The layer with the GNNML product term ``(x W_a) ⊙ (x W_b)``, on both orders of its
+    products: the output, and the gradients of ``x`` and of every weight, equal those of the
+    formula written out with the dense supports of the exact evaluator, and pass finite
+    differences."""
+    from torch.autograd import gradcheck
+
+    b = _batch()
+    sentences = ["I", "A", "A ⊙ A²"]
+    conv = SentenceConv(d, 3, sentences, product=True).double()
+    x = _x(b, d, seed=5).requires_grad_(True)
+    out = conv(x, b.edge_index, b.batch)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    names = ["weight", "product_weight_a", "product_weight_b", "bias"]
+    got = torch.autograd.grad(out, [x] + [getattr(conv, k) for k in names], g)
+    n = b.num_nodes
+    dense = torch.zeros(len(sentences), n, n, dtype=torch.float64)
+    ptr = b.ptr.tolist()
+    for k, name in enumerate(GRAPHS):
+        lo, hi = ptr[k], ptr[k + 1]
+        for s, text in enumerate(sentences):  # the oracle's supports, graph by graph
+            m = np.asarray(matlang.evaluate(text, named(name)), dtype=np.float64)
+            dense[s, lo:hi, lo:hi] = torch.from_numpy(m)
+    xr = x.detach().clone().requires_grad_(True)
+    params = [getattr(conv, k).detach().clone().requires_grad_(True) for k in names]
+    w, wa, wb, bias = params
+    want = sum(dense[s] @ xr @ w[s] for s in range(len(sentences)))
+    want = want + (xr @ wa) * (xr @ wb) + bias
+    torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+    expected = torch.autograd.grad(want, [xr, *params], g)
+    for name, a, e in zip(["x", *names], got, expected):
+        torch.testing.assert_close(a, e, rtol=1e-12, atol=1e-12, msg=name)
+
+    def f(x: torch.Tensor, *ps: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(conv, dict(zip(names, ps)), (x, b.edge_index, b.batch))
+
+    small = _x(b, d, seed=6).requires_grad_(True)
+    assert gradcheck(f, (small, *[p.detach().clone().requires_grad_(True) for p in params]))
+
+
 def test_data_objects_and_the_tuple_convention_agree() -> None:
     b = _batch()
     x = _x(b, 2).to(torch.float32)
