@@ -366,7 +366,13 @@ class Mask:
         out = np.zeros(self.nnz, dtype=dtype)
         if r.nvals == 0:
             return out
-        if r.nvals * 4 < self.nnz:  # few entries: find their places by binary search
+        if r.nvals * 2 < self.nnz or self.nnz <= 1 << 17:
+            # few entries, or few in all: each one's place found in its row (scipy's kernel)
+            # beats filling the mask in GraphBLAS (an import, an accumulate, a sorted export:
+            # 104 against 40 µs for A ⊙ A² on 32 ENZYMES graphs, 4,264 entries, 3,738 of them
+            # there; 1.1 against 0.8 ms at 95,000 entries, 99.99 % there). Past 2¹⁷ entries,
+            # more than half of them there, the fill is as fast or faster (12.6 against
+            # 18.9 ms at 950,000 entries, all but 20 there)
             rows, cols, vals = r.to_coo()
             out[self.positions(rows, cols)] = vals
             return out

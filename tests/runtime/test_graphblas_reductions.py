@@ -170,6 +170,58 @@ def test_entry_positions_in_long_rows_and_outside_the_structure() -> None:
         mask.positions(absent // n, absent % n)
 
 
+def _ring_lattice(n: int, k: int, drop: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A symmetric ring lattice (each node joined to its ``k`` next ones), a share ``drop`` of
+    its edges removed: many triangles, so ``A ⊙ A²`` holds most of its entries."""
+    rng = np.random.default_rng(seed)
+    src = np.repeat(np.arange(n), k)
+    dst = (src + np.tile(np.arange(1, k + 1), n)) % n
+    keep = rng.random(src.size) >= drop
+    keys = np.unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]))
+    return keys // n, keys % n
+
+
+@pytest.mark.parametrize(
+    ("n", "drop", "transposed"),
+    [
+        (60, 0.0, False),  # every entry there: the values exported as they are
+        (60, 0.4, False),  # most there, a small mask: each one's place found in its row
+        (60, 0.9, True),  # few there, read transposed
+        (30000, 0.05, False),  # > 2¹⁷ entries, all but a few there: GraphBLAS fills the rest
+        (30000, 0.3, True),  # > 2¹⁷ entries, most there, transposed
+        (100000, 0.8, False),  # > 2¹⁷ entries, fewer than half there: places found
+    ],
+)
+def test_align_puts_each_value_at_its_entry_on_every_path(
+    n: int, drop: float, transposed: bool
+) -> None:
+    """``Mask.align`` (a GraphBLAS result on a mask's structure as one value per entry, 0
+    where the result has none) equals the result read entry by entry from scipy, on each of
+    its paths: every entry there, few or few in all (each one's place found in its row), and
+    more than half of over 2¹⁷ (the mask filled in GraphBLAS)."""
+    import graphblas as gb
+    import scipy.sparse as sp
+
+    from matlang.runtime.graphblas import Mask
+
+    rows, cols = _ring_lattice(n, 5, drop, seed=n)
+    mask = Mask.from_sorted_coo(n, rows, cols)
+    read = mask.flip() if transposed else mask
+    a = gb.Matrix.from_coo(rows, cols, 1, nrows=n, ncols=n, dtype=gb.dtypes.INT64)
+    c = gb.Matrix(gb.dtypes.INT64, n, n)
+    c(a.S) << a.mxm(a, gb.semiring.plus_pair[gb.dtypes.INT64])  # common neighbours
+    got = read.align(c, np.dtype(np.int64))
+    adj = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)), shape=(n, n))
+    common = (adj @ adj).tocsr()
+    # entry k of a transposed read is entry k of the structure, flipped
+    r, q = (cols, rows) if transposed else (rows, cols)
+    want = np.asarray(common[r, q]).ravel()
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    if n > 1000:  # the cases meant: over 2¹⁷ entries, and the share there as described
+        there = int((want != 0).sum())
+        assert mask.nnz > 1 << 17 and (there * 2 < mask.nnz) == (drop > 0.5)
+
+
 def test_functions_of_float_weights_on_the_sparse_path_are_floats_not_truncated() -> None:
     """The GraphBLAS exact stage ran ``f`` on float weights as Python numbers and then cut the
     values to integer numerators: ``𝟏ᵀ square(A) 𝟏`` with weights 0.5 gave 0 (and 4 for 1.5,
