@@ -160,9 +160,9 @@ def test_update_replaces_only_the_groups_run(
     )
     on_disk = json.loads((tmp_path / "perf.json").read_text(encoding="utf-8"))
     assert on_disk["cases"] == new["cases"]
-    assert "- updated (`--update`): group(s) backends re-run" in (
-        tmp_path / "perf.md"
-    ).read_text(encoding="utf-8")
+    assert "- updated (`--update`): group(s) backends re-run" in (tmp_path / "perf.md").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_scaling_fit_covers_both_sentences(quick_results: tuple[Path, dict]) -> None:
@@ -294,6 +294,41 @@ def test_sgnn_epoch_times_three_contestants_on_one_dataset() -> None:
     assert r["new_over_reused"] == best["sgnn"] / best["sgnn.reused"]
 
 
+def test_sgnn_epoch_floor_is_the_default_sentence_gnn_written_in_plain_torch() -> None:
+    """``torch.floor`` (``--variants``) is the default SentenceGNN's arithmetic: given the
+    SentenceGNN's weights, its output on a MUTAG batch (training mode: batch statistics) is the
+    SentenceGNN's, and so are the gradients of the weights it shares."""
+    from torch_geometric.loader import DataLoader
+
+    from benchmarks.perf import sgnn_epoch
+    from matlang.nn import SentenceGNN
+    from matlang.runtime.datasets import load_tu
+    from matlang.runtime.pyg import pyg_dataset
+
+    ds = pyg_dataset(load_tu("mutag"))
+    batch = next(iter(DataLoader(ds, batch_size=16)))
+    torch.manual_seed(0)
+    model = SentenceGNN(ds.num_features, 2, sgnn_epoch.SUPPORTS, hidden=32, layers=3)
+    floor = sgnn_epoch._Floor(ds.num_features, 2)
+    with torch.no_grad():
+        for k, conv in enumerate(model.convs):
+            floor.weights[k].copy_(conv.weight)
+            floor.wa[k].copy_(conv.product_weight_a)
+            floor.wb[k].copy_(conv.product_weight_b)
+            floor.biases[k].copy_(conv.bias)
+        floor.head.load_state_dict(model.head.state_dict())
+    want = model(batch)
+    got = floor(batch, *sgnn_epoch._floor_supports(batch))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    want.square().sum().backward()
+    got.square().sum().backward()
+    for k, conv in enumerate(model.convs):
+        torch.testing.assert_close(floor.weights[k].grad, conv.weight.grad, rtol=1e-3, atol=1e-4)
+        torch.testing.assert_close(
+            floor.wa[k].grad, conv.product_weight_a.grad, rtol=1e-3, atol=1e-4
+        )
+
+
 def test_positions_ab_times_both_paths_after_checking_them_equal() -> None:
     """``benchmarks.perf.positions_ab`` at n = 300: the kernel and the search it replaced give
     the same values (checked inside, or it raises), every contestant is timed, and each ratio
@@ -334,8 +369,10 @@ def test_sgnn_epoch_variants_and_their_dense_multiply_adds() -> None:
     from benchmarks.perf import sgnn_epoch
 
     r = sgnn_epoch.measure("mutag", epochs=2, batch_size=64, variants=True)
-    assert set(r["later_min_s"]) == {"sgnn", "sgnn.reused", "gin", *sgnn_epoch.VARIANTS}
+    contestants = {"sgnn", "sgnn.reused", "gin", "torch.floor", *sgnn_epoch.VARIANTS}
+    assert set(r["later_min_s"]) == contestants
     macs = r["dense_macs_per_node"]
+    assert macs["torch.floor"] == macs["sgnn"] and r["params"]["torch.floor"] == r["params"]["sgnn"]
     assert macs["gin"] == (7 * 32 + 32 * 32) + 2 * (2 * 32 * 32)
     assert macs["sgnn"] == 5 * 7 * 32 + 2 * 5 * 32 * 32  # 3 supports + 2 product factors
     assert macs["sgnn.no-product"] == 3 * 7 * 32 + 2 * 3 * 32 * 32
