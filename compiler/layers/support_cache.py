@@ -178,9 +178,7 @@ def cached_supports(
 Bucket = list
 
 
-def file_batch(
-    cache: GraphCache, keys: list[CacheKey], looked: list[Any], source: Unsplit
-) -> None:
+def file_batch(cache: GraphCache, keys: list[CacheKey], looked: list[Any], source: Unsplit) -> None:
     """File every graph of a computed batch: a new entry under each signature not filed yet,
     and the graph added to the entry of each signature that is (a graph filed already is
     added again: :func:`settle` drops the repeat when the entry is next read)."""
@@ -244,11 +242,10 @@ def same_edges(
     pieces: Sequence[Piece], ptr: np.ndarray, indptr: np.ndarray, cols: np.ndarray
 ) -> bool:
     """Whether the pieces' edges, laid end to end with the graphs' offsets ``ptr``, are the
-    batch's CSR ``indptr``, ``cols``: each graph the piece's graph (the same signature gave
-    them the same node count). The batch's columns must lie in their rows' graphs (checked
-    by the look for seen graphs, and by the validation of a computed batch): then, for graphs
-    of at most 256 nodes (pieces keep one byte an id), the local ids are compared as bytes —
-    a column less its graph's first node, both wrapped to a byte, is its local id."""
+    batch's CSR ``indptr``, ``cols``, entry for entry (each graph the piece's graph: the same
+    signature gave them the same node count): the row counts, then each column as its graph's
+    first node plus the piece's local id (exact: the batch's columns are not known to lie in
+    their graphs before this)."""
     counts = np.concatenate([p.edges[0] for p in pieces])  # type: ignore[index]
     if counts.size != indptr.size - 1 or not np.array_equal(counts, np.diff(indptr)):
         return False
@@ -256,21 +253,14 @@ def same_edges(
     nnz = [a.size for a in locals_]
     if sum(nnz) != cols.size:
         return False
-    local = np.concatenate(locals_)
-    if local.dtype == np.uint8:
-        got = cols.astype(np.uint8)  # wraps: ids mod 256
-        got -= np.repeat(ptr[:-1].astype(np.uint8), nnz)
-        return bool(np.array_equal(got, local))
     expected = np.repeat(ptr[:-1], nnz)
-    expected += local
+    expected += np.concatenate(locals_)
     return bool(np.array_equal(expected, cols))
 
 
 def _edges_equal(edges: Any, counts: np.ndarray, local: np.ndarray) -> bool:
     return (
-        edges is not None
-        and np.array_equal(edges[0], counts)
-        and np.array_equal(edges[1], local)
+        edges is not None and np.array_equal(edges[0], counts) and np.array_equal(edges[1], local)
     )
 
 
@@ -284,8 +274,7 @@ def settle(bucket: Bucket) -> None:
         kept: list[Piece] = []
         for p in bucket:
             if not any(
-                q.edges is not None and _edges_equal(p.edges, q.edges[0], q.edges[1])
-                for q in kept
+                q.edges is not None and _edges_equal(p.edges, q.edges[0], q.edges[1]) for q in kept
             ):
                 kept.append(p)
         bucket[:] = kept
@@ -370,18 +359,17 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     their place otherwise: the caller validates, computes and files under these keys, handing
     :func:`cached_supports` the entries looked up here), and the batch's edges row-major (when
     all are filed; ``None`` otherwise); ``None`` when the checks below fail (the keys of such
-    a batch are taken from its coalesced edges after validation). The graphs' edges are
-    compared with the filed ones only when every signature is filed.
+    a batch are taken from its coalesced edges after validation).
 
     Entries are filed only for graphs of validated batches, each with its edges (row counts
-    and local columns), under its signature. So a graph whose signature is filed and whose
-    edges are a filed graph's is that graph, valid (symmetric,
-    no self-loop, no repeat) — provided the CSR compared is its edges: ids in range, the edge
-    list sorted row-major without repeats (so each graph's edges are one contiguous run), and
-    each column within its row's graph (no edge between graphs, and local ids below ``n``).
-    Those are checked here on the
-    CSR form: rows non-decreasing, then each row's columns strictly increasing (one pass each),
-    then each row's first and last columns inside its
+    and local columns), under its signature. So a batch whose CSR — rows in order, ids in
+    range — equals, entry for entry, its graphs' filed edges laid end to end at its node
+    offsets is those graphs, valid (symmetric, no self-loop, no repeat, no edge between
+    graphs): that comparison (:func:`matched`, exact) is all a batch of graphs seen before is
+    checked by. A signature is blind to the order of a row's columns, so the signatures of
+    the rows as given serve. Only a batch with a new graph (or one that matches no filed
+    graph) is checked further, for the validation it goes to: each row's columns strictly
+    increasing (one pass of scipy's kernel), and each row's first and last column inside its
     graph (O(N), not O(E)). An edge list in another order (PyG's ``torch.cat([e, e.flip(0)],
     1)``) is sorted first: one counting sort (:func:`~runtime.validate.sort_rows_host`) more
     than a sorted one, no more. What was checked is handed on to the validation of a batch
@@ -394,47 +382,72 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     # a torch view of it inside a sparse tensor (see supports.row_major_csr; test_no_leaks.py)
     e = ei.detach().numpy()
     e = e if e.dtype == np.int64 else e.astype(np.int64)
-    n, fp = b.num_nodes, b.fingerprint()
+    n = b.num_nodes
     rows, cols = e[0], e[1]
-    row_major = rows.size < 2 or bool((rows[1:] >= rows[:-1]).all())
-    indptr: np.ndarray | None = None
-    if row_major:
+    ptr = b.ptr.numpy()
+    rows_in_order = rows.size < 2 or bool((rows[1:] >= rows[:-1]).all())
+    fp: tuple[Any, ...] | None = None
+    if rows_in_order:
         if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= n):
             return None
         indptr = row_pointers(rows, n, np.int64, sorted_rows=True)
+        keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
+        looked = cache.lookup(keys)
+        if not any(p is MISSING for p in looked):
+            pieces = matched(looked, ptr, indptr, cols, cache)
+            if pieces is not None:  # the filed graphs' edges, as they are: valid
+                _hand_on(b, None, True, indptr)
+                a = RowMajor(torch.from_numpy(indptr), torch.from_numpy(cols))
+                return Seen(keys, ptr, pieces, a, looked)
         row_major = strictly_increasing_rows(indptr, cols)
-    sorted_cols: np.ndarray | None = None
-    if not row_major:  # rows out of order, or a row's columns: one counting sort
+    else:
         if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
             return None
+        row_major = False
+    if not row_major:  # rows out of order, or a row's columns: one counting sort
+        fp = b.fingerprint()
         indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
         b.remember("sorted_rows", (indptr, sorted_cols, perm), fp)
         if not strictly_increasing_rows(indptr, sorted_cols):
             return None  # a repeated edge: the validation says so
-        cols = sorted_cols
-    assert indptr is not None
-    ptr = b.ptr.numpy()
-    node_graph = b.batch.numpy()
+        cols = sorted_cols.astype(np.int64)
+        if rows_in_order:  # the keys stand (see above); the comparison was with unsorted rows
+            hit = (
+                None
+                if any(p is MISSING for p in looked)
+                else matched(looked, ptr, indptr, cols, cache)
+            )
+        else:
+            keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
+            looked = cache.lookup(keys)
+            hit = (
+                None
+                if any(p is MISSING for p in looked)
+                else matched(looked, ptr, indptr, cols, cache)
+            )
+        if hit is not None:
+            _hand_on(b, fp, False, indptr)
+            a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), torch.from_numpy(cols))
+            return Seen(keys, ptr, hit, a, looked)
+    # a new graph: the checks the validation is handed (nothing compared, no CSR of A)
     counts = np.diff(indptr)
     full = np.flatnonzero(counts)  # the rows with entries: their first and last columns
     first, last = cols[indptr[full]], cols[indptr[full + 1] - 1]
-    g = node_graph[full]
+    g = b.batch.numpy()[full]
     if not bool(((first >= ptr[g]) & (last < ptr[g + 1])).all()):
         return None  # an edge between graphs, or a column out of range
+    _hand_on(b, fp, row_major, indptr)
+    return Seen(keys, ptr, None, None, looked)
+
+
+def _hand_on(b: Batch, fp: tuple[Any, ...] | None, row_major: bool, indptr: np.ndarray) -> None:
+    """What the look checked, remembered on ``b`` for a validation of the same tensors (a
+    compiled module's, another stage's): its ids, order, repeats and graphs (``scanned``:
+    whether the edges came row-major) and, for row-major edges, their row pointers."""
+    fp = b.fingerprint() if fp is None else fp
     if row_major:
         b.remember("row_pointers", indptr, fp)
     b.remember("scanned", row_major, fp)
-    keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
-    looked = cache.lookup(keys)
-    if any(p is MISSING for p in looked):
-        # a new graph: the caller validates and computes (nothing compared, no CSR of A)
-        return Seen(keys, ptr, None, None, looked)
-    pieces = matched(looked, ptr, indptr, cols, cache)
-    if pieces is None:  # a graph that shares a filed graph's signature only
-        return Seen(keys, ptr, None, None, looked)
-    a_cols = torch.from_numpy(cols if sorted_cols is None else sorted_cols.astype(np.int64))
-    a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), a_cols)
-    return Seen(keys, ptr, pieces, a, looked)
 
 
 def split(

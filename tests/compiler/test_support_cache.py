@@ -285,6 +285,44 @@ def test_a_broken_batch_of_seen_graphs_gets_the_validation_error(
         fresh.supports(ei, b.batch.clone(), b.num_nodes)
 
 
+def test_a_batch_equal_to_filed_graphs_but_for_ids_256_apart_is_refused() -> None:
+    """A batch of graphs seen before is taken as its filed graphs only when its edges are
+    theirs exactly, nothing else being checked first: three cycles of 200 nodes are filed,
+    then met again with two columns of the middle one moved 256 ids, one up (into the next
+    graph), one down (into the one before). Rows stay in order, each row's columns sorted,
+    every degree and every signature the same, and each local id the same modulo 256 (a
+    comparison of one-byte ids would take the batch for the filed one). It gets the
+    validation's error, and the filed batch is still served."""
+    from matlang.graphs import Graph
+
+    n = 200
+    ring = np.zeros((n, n), dtype=np.int64)
+    ring[np.arange(n), (np.arange(n) + 1) % n] = 1
+    ring = ring + ring.T
+    graphs = [Graph(ring, name=f"C{n}.{k}") for k in range(3)]
+    b = Batch.from_graphs(graphs, dtype=torch.float64)
+    stage = st.Stage.lowered("supports", ["A", "A ⊙ A²"], level="matrix")
+    stage.supports(*_fresh(b), b.num_nodes)
+    stage.supports(*_fresh(b), b.num_nodes)  # split into its pieces: the look compares them
+    ei = b.edge_index.clone()
+    lo = int(b.ptr[1])
+    row, col = ei[0], ei[1]
+    up = int(torch.nonzero((row == lo + 10) & (col == lo + 11))[0])  # row 10's last column
+    down = int(torch.nonzero((row == lo + 100) & (col == lo + 99))[0])  # row 100's first
+    ei[1, up] += 256
+    ei[1, down] -= 256
+    hit = seen_graphs(
+        Batch.from_edge_index(ei.clone(), b.batch.clone(), num_nodes=b.num_nodes),
+        stage.cache,
+        stage._cache_params,
+    )
+    assert hit is None  # an edge between graphs: left to the validation
+    with pytest.raises(matlang.errors.GraphError, match="joins graph"):
+        stage.supports(ei, b.batch.clone(), b.num_nodes)
+    sup = stage.supports(*_fresh(b), b.num_nodes)
+    assert sup.csr(torch.float64)[1].to_dense().sum() == 0  # a 200-cycle has no triangle
+
+
 def test_seen_graphs_in_another_edge_order_or_size_are_not_taken_for_filed_ones() -> None:
     """An unsorted edge list of filed graphs is validated and gives the same supports; a
     filed graph's edges under another node count (an isolated node more) are another graph."""
