@@ -128,9 +128,11 @@ def sorted_symmetric_host(
     too, as ``(indptr, edges, order)``: the CSR row pointers of the sorted edges, the edges
     row-major ``(2, E)`` int64 and their positions in the input; ``None`` when they do not
     (a repeat or a missing reverse: :func:`check_slowly` decides). One sort
-    (:func:`sort_host`); the sorted keys against the sorted reversed keys."""
+    (:func:`sort_host`); the sorted keys against the sorted reversed keys. ``presorted``: the
+    edges sorted and checked without repeats already (a layer's look for graphs seen before,
+    :func:`~compiler.layers.support_cache.seen_graphs`, hands on only such a sort)."""
     (indptr, cols, perm), (t_ptr, t_cols, t_perm) = sort_host(row, col, n, presorted)
-    if not strictly_increasing_rows(indptr, cols):
+    if presorted is None and not strictly_increasing_rows(indptr, cols):
         return None  # repeats: the slow path decides (weighted repeats are added up)
     if not (np.array_equal(indptr, t_ptr) and np.array_equal(cols, t_cols)):
         return None

@@ -407,9 +407,10 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     if not row_major:  # rows out of order, or a row's columns: one counting sort
         fp = b.fingerprint()
         indptr, sorted_cols, perm = sort_rows_host(rows, cols, n)
-        b.remember("sorted_rows", (indptr, sorted_cols, perm), fp)
         if not strictly_increasing_rows(indptr, sorted_cols):
             return None  # a repeated edge: the validation says so
+        # handed on with the check made: the validation neither sorts nor checks them again
+        b.remember("sorted_rows", (indptr, sorted_cols, perm), fp)
         cols = sorted_cols.astype(np.int64)
         if rows_in_order:  # the keys stand (see above); the comparison was with unsorted rows
             hit = (
