@@ -78,6 +78,25 @@ class _GIN(nn.Module):
         return self.head(torch.cat(pooled, 1))  # type: ignore[no-any-return]
 
 
+class _FloorLayer(nn.Module):
+    """One layer of :class:`_Floor`, its parameters named as SentenceConv's (``weight``
+    ``(3, d, out)``: ``I``, ``A``, ``A ⊙ A²``; the product term's two factors; the bias)."""
+
+    def __init__(self, d: int, out: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(3, d, out))
+        for w in self.weight.data:
+            nn.init.xavier_uniform_(w)
+        self.product_weight_a = nn.Parameter(nn.init.xavier_uniform_(torch.empty(d, out)))
+        self.product_weight_b = nn.Parameter(nn.init.xavier_uniform_(torch.empty(d, out)))
+        self.bias = nn.Parameter(torch.zeros(out))
+
+    def forward(self, h: torch.Tensor, a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        w = self.weight
+        out = h @ w[0] + torch.sparse.mm(a, h) @ w[1] + torch.sparse.mm(s, h) @ w[2] + self.bias
+        return out + (h @ self.product_weight_a) * (h @ self.product_weight_b)
+
+
 class _Floor(nn.Module):
     """The default SentenceGNN's arithmetic in plain torch (see the module doc): the supports
     ``A`` and ``A ⊙ A²`` of each batch given as torch CSR matrices."""
@@ -85,16 +104,7 @@ class _Floor(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, hidden: int = 32, layers: int = 3) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * layers
-
-        def glorot(*shape: int) -> nn.Parameter:
-            return nn.Parameter(nn.init.xavier_uniform_(torch.empty(*shape)))
-
-        self.weights = nn.ParameterList(
-            glorot(3 * a, b).reshape(3, a, b) for a, b in zip(dims, dims[1:])
-        )
-        self.wa = nn.ParameterList(glorot(a, b) for a, b in zip(dims, dims[1:]))
-        self.wb = nn.ParameterList(glorot(a, b) for a, b in zip(dims, dims[1:]))
-        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in dims[1:])
+        self.convs = nn.ModuleList(_FloorLayer(a, b) for a, b in zip(dims, dims[1:]))
         self.norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(layers))
         self.head = nn.Sequential(  # SentenceGNN's head (its dropout 0 by default)
             nn.Linear(hidden * layers, hidden),
@@ -105,9 +115,8 @@ class _Floor(nn.Module):
 
     def forward(self, data: Any, a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         h, pooled = data.x, []
-        for w, wa, wb, bias, norm in zip(self.weights, self.wa, self.wb, self.biases, self.norms):
-            out = h @ w[0] + torch.sparse.mm(a, h) @ w[1] + torch.sparse.mm(s, h) @ w[2] + bias
-            h = torch.relu(norm(out + (h @ wa) * (h @ wb)))
+        for conv, norm in zip(self.convs, self.norms):
+            h = torch.relu(norm(conv(h, a, s)))
             pooled.append(h.new_zeros(data.num_graphs, h.shape[1]).index_add_(0, data.batch, h))
         return self.head(torch.cat(pooled, 1))  # type: ignore[no-any-return]
 
@@ -145,9 +154,8 @@ def _epoch(model: nn.Module, batches: Callable[[], Any]) -> Callable[[], float]:
         t = time.perf_counter()
         for b in batches():
             opt.zero_grad()
-            out = model(*b) if isinstance(b, tuple) else model(b)
-            y = b[0].y if isinstance(b, tuple) else b.y
-            nn.functional.cross_entropy(out, y).backward()
+            args = b if isinstance(b, tuple) else (b,)  # (the floor's: the batch, A, A ⊙ A²)
+            nn.functional.cross_entropy(model(*args), args[0].y).backward()
             opt.step()
         return time.perf_counter() - t
 
@@ -175,8 +183,6 @@ def dense_macs_per_node(model: nn.Module) -> int:
             continue
         if isinstance(m, nn.Linear):
             total += m.in_features * m.out_features
-        if isinstance(m, _Floor):
-            total += sum(p.numel() for p in (*m.weights, *m.wa, *m.wb))
         for name in ("weight", "product_weight_a", "product_weight_b"):
             w = m._parameters.get(name) if not isinstance(m, nn.Linear) else None
             if w is not None and w.dim() >= 2:

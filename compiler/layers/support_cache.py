@@ -157,11 +157,10 @@ def cached_supports(
         keys = cache_keys(graph_signatures(ptr, indptr(), cols), params)
     if looked is None:
         looked = cache.lookup(keys)
-        if not any(p is MISSING for p in looked):
-            pieces = matched(looked, ptr, indptr(), cols, cache)
-            if pieces is not None:
-                csr = structure() if structure is not None and any(on_edges) else None
-                return assemble(pieces, ptr, csr)
+        pieces = all_filed(looked, ptr, indptr(), cols, cache)
+        if pieces is not None:
+            csr = structure() if structure is not None and any(on_edges) else None
+            return assemble(pieces, ptr, csr)
     supports = list(compute())
     if structure is not None:
         edge_structure = structure()
@@ -193,6 +192,17 @@ def file_batch(cache: GraphCache, keys: list[CacheKey], looked: list[Any], sourc
                 continue
         bucket.append(entry)
     cache.store_many(list(fresh), list(fresh.values()), absent=True)
+
+
+def all_filed(
+    looked: Sequence[Any], ptr: np.ndarray, indptr: np.ndarray, cols: np.ndarray, cache: GraphCache
+) -> list[Piece] | None:
+    """Every graph's filed piece when each signature looked up has an entry (``looked``,
+    :data:`MISSING` where none) and the batch's edges are the filed graphs' (:func:`matched`);
+    ``None`` otherwise."""
+    if any(p is MISSING for p in looked):
+        return None
+    return matched(looked, ptr, indptr, cols, cache)
 
 
 def matched(
@@ -387,19 +397,16 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
     ptr = b.ptr.numpy()
     rows_in_order = rows.size < 2 or bool((rows[1:] >= rows[:-1]).all())
     fp: tuple[Any, ...] | None = None
+    keys: list[CacheKey]
+    pieces: list[Piece] | None = None
     if rows_in_order:
         if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= n):
             return None
         indptr = row_pointers(rows, n, np.int64, sorted_rows=True)
         keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
         looked = cache.lookup(keys)
-        if not any(p is MISSING for p in looked):
-            pieces = matched(looked, ptr, indptr, cols, cache)
-            if pieces is not None:  # the filed graphs' edges, as they are: valid
-                _hand_on(b, None, True, indptr)
-                a = RowMajor(torch.from_numpy(indptr), torch.from_numpy(cols))
-                return Seen(keys, ptr, pieces, a, looked)
-        row_major = strictly_increasing_rows(indptr, cols)
+        pieces = all_filed(looked, ptr, indptr, cols, cache)  # the filed graphs' edges: valid
+        row_major = pieces is not None or strictly_increasing_rows(indptr, cols)
     else:
         if rows.size and int(e.view(np.uint64).max()) >= n:  # a negative id reads past 2⁶³
             return None
@@ -412,24 +419,14 @@ def seen_graphs(b: Batch, cache: GraphCache, params: tuple[tuple[str, str], ...]
         # handed on with the check made: the validation neither sorts nor checks them again
         b.remember("sorted_rows", (indptr, sorted_cols, perm), fp)
         cols = sorted_cols.astype(np.int64)
-        if rows_in_order:  # the keys stand (see above); the comparison was with unsorted rows
-            hit = (
-                None
-                if any(p is MISSING for p in looked)
-                else matched(looked, ptr, indptr, cols, cache)
-            )
-        else:
+        if not rows_in_order:  # (else the keys stand: a signature is blind to a row's order)
             keys = cache_keys(graph_signatures(ptr, indptr, cols), params)
             looked = cache.lookup(keys)
-            hit = (
-                None
-                if any(p is MISSING for p in looked)
-                else matched(looked, ptr, indptr, cols, cache)
-            )
-        if hit is not None:
-            _hand_on(b, fp, False, indptr)
-            a = RowMajor(torch.from_numpy(indptr.astype(np.int64)), torch.from_numpy(cols))
-            return Seen(keys, ptr, hit, a, looked)
+        pieces = all_filed(looked, ptr, indptr, cols, cache)
+    if pieces is not None:
+        _hand_on(b, fp, row_major, indptr)
+        a = RowMajor(torch.from_numpy(indptr.astype(np.int64, copy=False)), torch.from_numpy(cols))
+        return Seen(keys, ptr, pieces, a, looked)
     # a new graph: the checks the validation is handed (nothing compared, no CSR of A)
     counts = np.diff(indptr)
     full = np.flatnonzero(counts)  # the rows with entries: their first and last columns

@@ -310,22 +310,18 @@ def test_sgnn_epoch_floor_is_the_default_sentence_gnn_written_in_plain_torch() -
     torch.manual_seed(0)
     model = SentenceGNN(ds.num_features, 2, sgnn_epoch.SUPPORTS, hidden=32, layers=3)
     floor = sgnn_epoch._Floor(ds.num_features, 2)
-    with torch.no_grad():
-        for k, conv in enumerate(model.convs):
-            floor.weights[k].copy_(conv.weight)
-            floor.wa[k].copy_(conv.product_weight_a)
-            floor.wb[k].copy_(conv.product_weight_b)
-            floor.biases[k].copy_(conv.bias)
-        floor.head.load_state_dict(model.head.state_dict())
+    for mine, theirs in zip(floor.convs, model.convs):  # SentenceConv's parameter names
+        mine.load_state_dict(theirs.state_dict())
+    floor.head.load_state_dict(model.head.state_dict())
     want = model(batch)
     got = floor(batch, *sgnn_epoch._floor_supports(batch))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     want.square().sum().backward()
     got.square().sum().backward()
-    for k, conv in enumerate(model.convs):
-        torch.testing.assert_close(floor.weights[k].grad, conv.weight.grad, rtol=1e-3, atol=1e-4)
+    for mine, conv in zip(floor.convs, model.convs):
+        torch.testing.assert_close(mine.weight.grad, conv.weight.grad, rtol=1e-3, atol=1e-4)
         torch.testing.assert_close(
-            floor.wa[k].grad, conv.product_weight_a.grad, rtol=1e-3, atol=1e-4
+            mine.product_weight_a.grad, conv.product_weight_a.grad, rtol=1e-3, atol=1e-4
         )
 
 
